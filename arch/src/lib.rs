@@ -1,0 +1,106 @@
+//! Stack switching for smarm: the one crate that speaks assembly.
+//!
+//! The core depends on the [`Arch`] trait only. Each supported architecture
+//! is one zero-sized type implementing it, and [`Native`] names the one for
+//! the target being compiled; building for any other architecture is a
+//! compile error, not a link error.
+//!
+//! What an `Arch` owns:
+//! - the saved state of a suspended context, which is nothing but its stack
+//!   pointer ([`Context`]): callee-saved registers live on its own stack;
+//! - preparing a fresh stack so that the first switch into it calls an entry
+//!   function with one machine-word argument ([`Arch::init_context`]);
+//! - the switch itself ([`Arch::switch`]), saving exactly the ABI's
+//!   callee-saved state;
+//! - a cycle / timestamp counter and a spin-loop hint.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+/// Entry point of a fresh context. It receives the argument given to
+/// [`Arch::init_context`] and must never return: a finished context switches
+/// away for the last time instead.
+pub type EntryFn = unsafe extern "C" fn(arg: usize) -> !;
+
+/// A suspended context: the stack pointer at which its callee-saved
+/// registers were pushed. A default (zero) `Context` is a valid *save* target
+/// for the first switch out of a thread's original stack.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct Context {
+    /// Saved stack pointer; 0 while the context is running or was never saved.
+    pub sp: usize,
+}
+
+impl Context {
+    /// An empty context, to be filled by the first [`Arch::switch`] out of it.
+    pub const fn empty() -> Self {
+        Context { sp: 0 }
+    }
+}
+
+/// The architecture seam.
+///
+/// # Safety
+///
+/// Implementors promise that [`Arch::switch`] saves and restores *every*
+/// register the platform ABI calls callee-saved (including the FP/SIMD and
+/// control state the ABI requires), and that [`Arch::init_context`] lays out
+/// a stack on which the first `switch` calls the entry function with the
+/// argument intact and the stack aligned as the ABI demands at a call.
+pub unsafe trait Arch {
+    /// Human-readable name ("x86_64", "aarch64").
+    const NAME: &'static str;
+    /// Bytes of the fresh stack consumed by [`Arch::init_context`]'s frame.
+    const INIT_FRAME_SIZE: usize;
+    /// Required alignment of a stack top passed to [`Arch::init_context`].
+    const STACK_ALIGN: usize;
+
+    /// Prepares a fresh stack whose highest address (exclusive) is
+    /// `stack_top`, so that the first [`Arch::switch`] loading the returned
+    /// context calls `entry(arg)`.
+    ///
+    /// # Safety
+    ///
+    /// `stack_top` must be aligned to [`Arch::STACK_ALIGN`] and the memory
+    /// below it must be writable and large enough for the entry frame and
+    /// everything `entry` runs. The stack must stay allocated for as long as
+    /// the context can be switched to.
+    unsafe fn init_context(stack_top: *mut u8, entry: EntryFn, arg: usize) -> Context;
+
+    /// Saves the current callee-saved state onto the current stack, stores
+    /// the resulting stack pointer in `*save_into`, then loads `*load_from`
+    /// and resumes it. Returns when someone switches back to `*save_into`.
+    ///
+    /// # Safety
+    ///
+    /// `load_from` must hold a context produced by [`Arch::init_context`] or
+    /// by an earlier `switch`, that has not been resumed since, whose stack
+    /// is still allocated. `save_into` must be valid for writes. The two may
+    /// not alias.
+    unsafe fn switch(save_into: *mut Context, load_from: *const Context);
+
+    /// A cheap monotonic cycle / timestamp counter (rdtsc, cntvct_el0).
+    fn timestamp() -> u64;
+
+    /// Ticks per second of [`Arch::timestamp`], where the hardware says.
+    fn timestamp_frequency() -> Option<u64>;
+
+    /// Hint to the CPU that the caller is spinning.
+    fn spin_hint();
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(target_arch = "x86_64")] {
+        mod x86_64;
+        pub use crate::x86_64::X86_64;
+        /// The backend for the architecture being compiled.
+        pub type Native = X86_64;
+    } else if #[cfg(target_arch = "aarch64")] {
+        mod aarch64;
+        pub use crate::aarch64::Aarch64;
+        /// The backend for the architecture being compiled.
+        pub type Native = Aarch64;
+    } else {
+        compile_error!("smarm-arch supports x86_64 (System V) and aarch64 (AAPCS64) only");
+    }
+}

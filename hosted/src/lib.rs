@@ -1,0 +1,1 @@
+//! smarm: Erlang-style actors on stackful green threads.

@@ -1,0 +1,1 @@
+//! Conformance kit (being filled in).

@@ -1,0 +1,238 @@
+//! What smarm needs from its environment, and nothing more.
+//!
+//! A port of smarm to a new OS or board implements [`Platform`] and passes
+//! the conformance kit in [`conformance`]. Two backends ship here:
+//! [`linux`] (feature `linux`: libc clock, mmap'd stacks with guard pages,
+//! futex parking, epoll readiness) and [`bare`] (polling, over a small
+//! [`bare::Board`] trait a bare-metal image supplies).
+//!
+//! The trait is object-safe: the core holds a `&'static dyn Platform` /
+//! `Arc<dyn Platform>` and never names a backend.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+extern crate alloc;
+
+pub mod bare;
+pub mod conformance;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+pub mod linux;
+
+use core::fmt;
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU32;
+
+/// Nanoseconds on the platform's monotonic clock (arbitrary origin).
+pub type Nanos = u64;
+
+/// A file descriptor (or the platform's equivalent readiness handle).
+pub type RawFd = i32;
+
+/// How a stack is protected against overflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackGuard {
+    /// An inaccessible page sits directly below the usable range: an
+    /// overflow faults.
+    GuardPage,
+    /// No guard page; a canary word sits at the lowest usable address and
+    /// is checked with [`Stack::canary_intact`] (on switch-out).
+    Canary,
+}
+
+/// Value written at the bottom of a [`StackGuard::Canary`] stack.
+pub const STACK_CANARY: u64 = 0x5AA5_C0DE_F00D_5AA5;
+
+/// A stack handed out by [`Platform::allocate_stack`]. Usable memory is
+/// `[bottom, bottom + size)`; the stack grows down from `top()`.
+#[derive(Debug)]
+pub struct Stack {
+    bottom: NonNull<u8>,
+    size: usize,
+    guard: StackGuard,
+}
+
+// SAFETY: a Stack is an owned handle to memory no one else references; it
+// may be handed between threads like a Box.
+unsafe impl Send for Stack {}
+
+impl Stack {
+    /// Wraps a raw range.
+    ///
+    /// # Safety
+    ///
+    /// `[bottom, bottom + size)` must be writable memory owned exclusively by
+    /// the returned `Stack` until it is given back to the platform that made
+    /// it, `bottom + size` must be 16-byte aligned, and `guard` must describe
+    /// the protection truthfully.
+    pub unsafe fn from_raw(bottom: NonNull<u8>, size: usize, guard: StackGuard) -> Stack {
+        Stack { bottom, size, guard }
+    }
+    /// Lowest usable address.
+    pub fn bottom(&self) -> *mut u8 {
+        self.bottom.as_ptr()
+    }
+    /// One past the highest usable address (16-byte aligned).
+    pub fn top(&self) -> *mut u8 {
+        self.bottom.as_ptr().wrapping_add(self.size)
+    }
+    /// Usable bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    /// How overflow is detected on this stack.
+    pub fn guard(&self) -> StackGuard {
+        self.guard
+    }
+    /// For a [`StackGuard::Canary`] stack, whether the canary at the bottom
+    /// is intact; always `true` for a guard-page stack.
+    pub fn canary_intact(&self) -> bool {
+        match self.guard {
+            StackGuard::GuardPage => true,
+            // SAFETY: the bottom word lies inside the usable range this
+            // handle owns; it is 8-byte aligned because allocators hand out
+            // page- or 16-aligned ranges.
+            StackGuard::Canary => unsafe { (self.bottom.as_ptr() as *const u64).read_volatile() == STACK_CANARY },
+        }
+    }
+}
+
+/// Why a stack could not be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackError {
+    /// The size is zero or too large to map.
+    InvalidSize(usize),
+    /// The platform is out of memory (or mappings) for stacks.
+    OutOfMemory,
+}
+
+impl fmt::Display for StackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StackError::InvalidSize(n) => write!(f, "invalid stack size {n}: use a non-zero size below the address space"),
+            StackError::OutOfMemory => f.write_str("out of memory for stacks: lower max_actors or stack_size"),
+        }
+    }
+}
+impl core::error::Error for StackError {}
+
+/// The word an idle worker driver parks on. A wake that arrives before the
+/// park is remembered (the token is set) and makes the next park return at
+/// once.
+#[derive(Debug, Default)]
+pub struct ParkToken {
+    /// 0 = no wake pending, 1 = wake pending. Backends may park on it as a
+    /// futex word.
+    pub state: AtomicU32,
+}
+
+impl ParkToken {
+    /// A token with no pending wake.
+    pub const fn new() -> Self {
+        ParkToken { state: AtomicU32::new(0) }
+    }
+}
+
+/// Readiness interest for a file descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interest {
+    /// Wake when readable (or hung up).
+    pub readable: bool,
+    /// Wake when writable.
+    pub writable: bool,
+}
+
+impl Interest {
+    /// Readable only.
+    pub const READABLE: Interest = Interest { readable: true, writable: false };
+    /// Writable only.
+    pub const WRITABLE: Interest = Interest { readable: false, writable: true };
+}
+
+/// One readiness event from [`Platform::poll`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Event {
+    /// The token given at registration.
+    pub token: u64,
+    /// Readable (or hung up / error).
+    pub readable: bool,
+    /// Writable.
+    pub writable: bool,
+}
+
+/// Why a readiness operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollError {
+    /// This platform has no file-descriptor readiness.
+    Unsupported,
+    /// The descriptor is already registered.
+    AlreadyRegistered,
+    /// The descriptor is not registered (or not valid).
+    NotRegistered,
+    /// The OS said no; the value is its error number.
+    Os(i32),
+}
+
+impl fmt::Display for PollError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PollError::Unsupported => f.write_str("this platform has no file-descriptor readiness"),
+            PollError::AlreadyRegistered => f.write_str("file descriptor already registered with the poller"),
+            PollError::NotRegistered => f.write_str("file descriptor not registered with the poller"),
+            PollError::Os(e) => write!(f, "readiness poll failed: os error {e}"),
+        }
+    }
+}
+impl core::error::Error for PollError {}
+
+/// What smarm needs from its environment.
+///
+/// All methods take `&self` so the trait is object-safe.
+pub trait Platform: Send + Sync + 'static {
+    /// Short name ("linux", "bare").
+    fn name(&self) -> &'static str;
+
+    /// Monotonic time in nanoseconds. Never goes backwards.
+    fn now(&self) -> Nanos;
+
+    /// Allocates a stack with at least `size` usable bytes, guarded by a
+    /// guard page where the platform can, else by a canary.
+    fn allocate_stack(&self, size: usize) -> Result<Stack, StackError>;
+
+    /// Gives a stack back.
+    ///
+    /// # Safety
+    ///
+    /// `stack` must come from this platform's `allocate_stack`, and no
+    /// context may run on it or be switched to again.
+    unsafe fn free_stack(&self, stack: Stack);
+
+    /// Releases the resident pages of `stack` below `keep_top_bytes` from
+    /// its top (e.g. `madvise(MADV_DONTNEED)`), keeping the mapping. Used by
+    /// stack pools on recycled stacks. Default: does nothing.
+    fn trim_stack(&self, stack: &Stack, keep_top_bytes: usize) {
+        let _ = (stack, keep_top_bytes);
+    }
+
+    /// Parks the calling driver until `token` is woken or `deadline` (on
+    /// [`Platform::now`]'s clock) passes; may return spuriously. Consumes a
+    /// pending wake: a wake delivered before this call makes it return at
+    /// once.
+    fn park(&self, token: &ParkToken, deadline: Option<Nanos>);
+
+    /// Wakes a driver parked (or about to park) on `token`.
+    fn unpark(&self, token: &ParkToken);
+
+    /// Registers `fd` for readiness `interest`, reported with `token`.
+    /// Registrations are one-shot: after an event fires, `modify` re-arms.
+    fn poll_register(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError>;
+
+    /// Re-arms / changes a registration.
+    fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError>;
+
+    /// Removes a registration.
+    fn poll_deregister(&self, fd: RawFd) -> Result<(), PollError>;
+
+    /// Waits up to `timeout` (None = forever, Some(0) = don't block) for
+    /// readiness events; fills `events` and returns how many.
+    fn poll(&self, events: &mut [Event], timeout: Option<Nanos>) -> Result<usize, PollError>;
+}
