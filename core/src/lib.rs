@@ -1,12 +1,58 @@
 //! smarm-core: the `no_std` heart of smarm.
+//!
+//! It owns the slab of process slots and their state words, the per-worker
+//! ready queues, ingress rings and timers, the stackful processes and the
+//! wait protocol they block through. It only *transitions*: a host drives
+//! it by calling [`Worker::try_tick`] — the hosted engine from one OS
+//! thread per worker, [`SingleThreadRuntime`] from one thread, a bare-metal
+//! image from its boot loop.
+//!
+//! Design principles:
+//! - **One word per process.** A slot's state, epoch and generation live in
+//!   one `AtomicU64` ([`state::StateWord`]); every transition is one CAS
+//!   that checks its precondition, the generation included.
+//! - **Wakes are precise.** Every wake is stamped with the wait's epoch and
+//!   consumes it; the only wildcard wake is the terminal `request_stop`.
+//! - **Workers own their processes.** A process is pinned to one worker;
+//!   other threads reach it only through that worker's rings.
+//! - **Limits are errors.** A full slab, a stale pid, a closed channel are
+//!   typed errors, never panics.
+//! - **No OS.** Nothing here names a thread or an OS: time, stacks and
+//!   parking come from [`smarm_platform::Platform`], the current worker and
+//!   panic capture from the host's [`host::HostHooks`].
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
 
 extern crate alloc;
 #[cfg(any(test, loom))]
 extern crate std;
 
-pub(crate) mod sync;
+pub mod config;
+pub mod error;
+pub mod host;
 pub mod lock;
+pub mod pid;
+pub mod process;
 pub mod ring;
+pub mod runtime;
+pub mod single;
 pub mod state;
+pub(crate) mod sync;
+mod sync_once;
+pub mod time;
+pub mod timer;
+pub mod worker;
+
+pub use config::{Config, ConfigError};
+pub use error::{JoinError, NoProc, NotInProcess, SpawnError};
+pub use host::{HostHooks, Outcome};
+pub use pid::Pid;
+pub use process::{
+    begin_wait, check, current_runtime, current_worker, maybe_preempt, now, park, request_stop, retire_wait,
+    self_pid, sleep, sleep_until, spawn, spawn_on, wake_at, yield_now, NoPreempt, Waker,
+};
+pub use runtime::{Admin, BuildError, Drivers, JoinHandle, Runtime, RuntimeParts};
+pub use single::SingleThreadRuntime;
+pub use time::Instant;
+pub use worker::{abandon_current, StatsSnapshot, Worker};

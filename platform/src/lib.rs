@@ -8,7 +8,7 @@
 //!
 //! The trait is object-safe: the core holds a `&'static dyn Platform` /
 //! `Arc<dyn Platform>` and never names a backend.
-#![no_std]
+#![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate alloc;
@@ -17,10 +17,12 @@ pub mod bare;
 pub mod conformance;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub mod linux;
+mod sync;
 
 use core::fmt;
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU32;
+
+use crate::sync::AtomicU32;
 
 /// Nanoseconds on the platform's monotonic clock (arbitrary origin).
 pub type Nanos = u64;
@@ -49,6 +51,9 @@ pub struct Stack {
     bottom: NonNull<u8>,
     size: usize,
     guard: StackGuard,
+    /// Bookkeeping private to the backend that made the stack (the Linux
+    /// backend keeps its guard-registry slot here); 0 from [`Stack::from_raw`].
+    backend_word: usize,
 }
 
 // SAFETY: a Stack is an owned handle to memory no one else references; it
@@ -65,7 +70,18 @@ impl Stack {
     /// it, `bottom + size` must be 16-byte aligned, and `guard` must describe
     /// the protection truthfully.
     pub unsafe fn from_raw(bottom: NonNull<u8>, size: usize, guard: StackGuard) -> Stack {
-        Stack { bottom, size, guard }
+        Stack { bottom, size, guard, backend_word: 0 }
+    }
+    /// Attaches backend bookkeeping (see the field doc). Safe: backends treat
+    /// the word as a hint they validate, never as a pointer.
+    #[cfg_attr(not(all(feature = "linux", target_os = "linux")), allow(dead_code))]
+    pub(crate) fn with_backend_word(mut self, word: usize) -> Stack {
+        self.backend_word = word;
+        self
+    }
+    #[cfg_attr(not(all(feature = "linux", target_os = "linux")), allow(dead_code))]
+    pub(crate) fn backend_word(&self) -> usize {
+        self.backend_word
     }
     /// Lowest usable address.
     pub fn bottom(&self) -> *mut u8 {
@@ -118,10 +134,15 @@ impl core::error::Error for StackError {}
 /// The word an idle worker driver parks on. A wake that arrives before the
 /// park is remembered (the token is set) and makes the next park return at
 /// once.
+///
+/// One driver parks on a token at a time; any number of threads may unpark
+/// it.
 #[derive(Debug, Default)]
 pub struct ParkToken {
     /// 0 = no wake pending, 1 = wake pending. Backends may park on it as a
-    /// futex word.
+    /// futex word and may use further values while a driver sleeps (the
+    /// Linux backend uses 2 = "a driver sleeps here", so that an `unpark`
+    /// with nobody asleep costs no system call).
     pub state: AtomicU32,
 }
 
@@ -184,6 +205,14 @@ impl fmt::Display for PollError {
 }
 impl core::error::Error for PollError {}
 
+/// The tag for [`Platform::set_stack_tag`] naming the process
+/// `index.generation`: `(generation << 32) | index`. Tag 0 means "unknown",
+/// so pid `0.0` cannot be told from an untagged stack; the core starts
+/// generations at 1.
+pub const fn stack_tag(index: u32, generation: u32) -> u64 {
+    ((generation as u64) << 32) | index as u64
+}
+
 /// What smarm needs from its environment.
 ///
 /// All methods take `&self` so the trait is object-safe.
@@ -211,6 +240,14 @@ pub trait Platform: Send + Sync + 'static {
     /// stack pools on recycled stacks. Default: does nothing.
     fn trim_stack(&self, stack: &Stack, keep_top_bytes: usize) {
         let _ = (stack, keep_top_bytes);
+    }
+
+    /// Labels `stack` with `tag` so that an overflow report can name its
+    /// owner; the core passes [`stack_tag`]`(index, generation)` of the
+    /// process running on it, and 0 ("unknown") when the stack goes back to
+    /// a pool. Default: does nothing (backends without overflow reports).
+    fn set_stack_tag(&self, stack: &Stack, tag: u64) {
+        let _ = (stack, tag);
     }
 
     /// Parks the calling driver until `token` is woken or `deadline` (on

@@ -1,0 +1,34 @@
+//! Helpers shared by the `arch/` integration tests: stacks the tests own.
+#![allow(dead_code)] // each test crate uses a different subset
+
+use smarm_arch::{Arch, Native};
+
+/// One 16-byte, 16-aligned unit of stack memory.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct StackUnit([u8; 16]);
+
+/// A heap-allocated stack for a test context. It must outlive every switch
+/// into the context that uses it.
+pub struct Stack {
+    memory: Box<[StackUnit]>,
+}
+
+/// Default size of a test stack: roomy enough for panics, backtraces and
+/// formatting on the context's own stack.
+pub const STACK_BYTES: usize = 256 * 1024;
+
+impl Stack {
+    pub fn new(bytes: usize) -> Self {
+        let units = bytes.div_ceil(size_of::<StackUnit>());
+        Stack { memory: vec![StackUnit([0; 16]); units].into_boxed_slice() }
+    }
+
+    /// Highest address (exclusive), aligned as `Native::STACK_ALIGN` asks.
+    pub fn top(&mut self) -> *mut u8 {
+        let range = self.memory.as_mut_ptr_range();
+        let top = range.end.cast::<u8>();
+        assert_eq!(top as usize % Native::STACK_ALIGN, 0, "test stack top must be aligned");
+        top
+    }
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs smarm's criterion benchmarks and summarises them beside their peers.
+#
+#   benches/run.sh --full    measure properly (criterion's defaults), then write
+#                            bench_results/summary.csv
+#   benches/run.sh --quick   for CI: the benches build in the bench profile and
+#                            run through the whole pipeline with tiny timings,
+#                            then write bench_results/summary-quick.csv
+#
+# --quick runs every bench for ~0.3 s (0.1 s warm-up, 0.2 s measured, the
+# minimum 10 samples) instead of `cargo test --benches` / `-- --test`, which
+# would run each routine once but write no estimates: this way CI also
+# proves the summariser reads what criterion wrote. Its figures are not
+# measurements, so they go to their own file and never overwrite the full
+# summary.
+#
+# Honours CARGO_TARGET_DIR (relative to where you run this, as cargo does);
+# otherwise uses target/ at the repository root.
+set -euo pipefail
+
+usage() {
+    echo "usage: $0 [--quick|--full]   (default --full)" >&2
+    exit 2
+}
+
+mode=full
+case "${1:-}" in
+"" | --full) mode=full ;;
+--quick) mode=quick ;;
+-h | --help) usage ;;
+*)
+    echo "$0: unknown argument: $1" >&2
+    usage
+    ;;
+esac
+[[ $# -le 1 ]] || usage
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+if [[ -n "${CARGO_TARGET_DIR:-}" ]]; then
+    case "$CARGO_TARGET_DIR" in
+    /*) target_dir="$CARGO_TARGET_DIR" ;;
+    *) target_dir="$PWD/$CARGO_TARGET_DIR" ;;
+    esac
+else
+    target_dir="$repo_root/target"
+fi
+# From here on cargo runs from the repository root, so pin the target dir to
+# the absolute path worked out above.
+export CARGO_TARGET_DIR="$target_dir"
+cd "$repo_root"
+
+# --noplot: the summary is the product; plots only cost time.
+criterion_args=(--noplot)
+if [[ $mode == quick ]]; then
+    criterion_args+=(--warm-up-time 0.1 --measurement-time 0.2 --sample-size 10)
+    summary=bench_results/summary-quick.csv
+else
+    summary=bench_results/summary.csv
+fi
+
+# Anything criterion writes from now on is this run's; older figures make the
+# summariser fail instead of being reported as current.
+started="$(date +%s)"
+
+cargo bench -p smarm-benches --benches -- "${criterion_args[@]}"
+
+cargo run --quiet --release -p smarm-benches --bin summarize -- \
+    --criterion-dir "$target_dir/criterion" \
+    --since "$started" \
+    --out "$repo_root/$summary"

@@ -1,0 +1,101 @@
+//! Runtime configuration, fixed before the first spawn.
+
+use core::time::Duration;
+
+/// How a runtime is shaped. Every field has a documented default
+/// ([`Config::default`]); hosts may ignore the fields that concern only
+/// them (the core ignores the idle-policy fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Number of logical workers. Default 1. Each owns a disjoint set of
+    /// processes for their whole life.
+    pub worker_count: usize,
+    /// Maximum items consumed by one drain of one ingress ring per pass
+    /// (wake, spawn, admin); `0` means unlimited. Default 256.
+    pub worker_ingress_budget: usize,
+    /// Maximum processes resumed in one pass of one worker; `0` means
+    /// unlimited. Default 64. A process runs until it parks, yields or exits.
+    pub process_budget: usize,
+    /// Size of the slab: the most processes alive at once. Default 16,384.
+    /// Spawning beyond it is `SpawnError::Full`.
+    pub max_actors: usize,
+    /// Usable bytes of each process stack. Default 256 KiB (lazily
+    /// committed: a process that touches one page costs one page).
+    pub stack_size: usize,
+    /// Stacks kept in the pool for reuse before extra ones are freed.
+    /// Default 1,024.
+    pub stack_pool_max: usize,
+    /// Bytes from the top of a recycled stack kept resident; deeper pages
+    /// are released to the OS when the stack returns to the pool.
+    /// Default 16 KiB.
+    pub stack_keep_resident: usize,
+    /// Time a process may run before an allocation (or `check!()`) yields
+    /// it, when preemption is enabled by the host. Default 2 ms.
+    pub timeslice: Duration,
+    /// Timestamp-counter cycles an idle worker spins before parking (hosted
+    /// engine). `0` parks at once. Default 20,000 (≈ 5–10 µs).
+    pub spin_budget_cycles: u64,
+    /// Most workers spinning at once (hosted engine). Default: half the
+    /// workers, at least 1. `None` picks that default at build time.
+    pub max_spinners: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            worker_count: 1,
+            worker_ingress_budget: 256,
+            process_budget: 64,
+            max_actors: 16_384,
+            stack_size: 256 * 1024,
+            stack_pool_max: 1_024,
+            stack_keep_resident: 16 * 1024,
+            timeslice: Duration::from_millis(2),
+            spin_budget_cycles: 20_000,
+            max_spinners: None,
+        }
+    }
+}
+
+/// Why a [`Config`] was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigError {
+    /// `worker_count` must be at least 1.
+    NoWorkers,
+    /// `max_actors` must be at least 1 and at most 2^31.
+    MaxActors(usize),
+    /// `stack_size` must be at least 16 KiB.
+    StackTooSmall(usize),
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConfigError::NoWorkers => f.write_str("worker_count must be at least 1"),
+            ConfigError::MaxActors(n) => write!(f, "max_actors {n} out of range: use 1 ..= 2^31"),
+            ConfigError::StackTooSmall(n) => write!(f, "stack_size {n} too small: use at least 16 KiB"),
+        }
+    }
+}
+impl core::error::Error for ConfigError {}
+
+impl Config {
+    /// Checks the configuration.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.worker_count == 0 {
+            return Err(ConfigError::NoWorkers);
+        }
+        if self.max_actors == 0 || self.max_actors > (1 << 31) {
+            return Err(ConfigError::MaxActors(self.max_actors));
+        }
+        if self.stack_size < 16 * 1024 {
+            return Err(ConfigError::StackTooSmall(self.stack_size));
+        }
+        Ok(())
+    }
+
+    /// `max_spinners`, or its default (half the workers, at least one).
+    pub fn effective_max_spinners(&self) -> usize {
+        self.max_spinners.unwrap_or((self.worker_count / 2).max(1))
+    }
+}

@@ -1,0 +1,78 @@
+//! The core's error types. Each says what happened and what to do.
+
+use alloc::string::String;
+use core::fmt;
+use smarm_platform::StackError;
+
+use crate::pid::Pid;
+
+/// Why a spawn failed. Nothing was started; the closure was dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpawnError {
+    /// Every slot of the slab is taken: wait for processes to exit or raise
+    /// `Config::max_actors`.
+    Full,
+    /// No stack could be had for the process.
+    Stack(StackError),
+    /// The named worker does not exist in this runtime.
+    NoSuchWorker(usize),
+    /// Called outside any process, with no runtime handle to spawn through.
+    NotInProcess,
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::Full => f.write_str("process slab is full: raise max_actors or wait for exits"),
+            SpawnError::Stack(e) => write!(f, "no stack for the new process: {e}"),
+            SpawnError::NoSuchWorker(w) => write!(f, "no worker {w} in this runtime"),
+            SpawnError::NotInProcess => {
+                f.write_str("spawn called outside a process: spawn through a Runtime handle instead")
+            }
+        }
+    }
+}
+impl core::error::Error for SpawnError {}
+
+/// The process named by a pid has exited (or never existed): Erlang's
+/// `noproc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoProc(pub Pid);
+
+impl fmt::Display for NoProc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no process {}: it has exited or never existed", self.0)
+    }
+}
+impl core::error::Error for NoProc {}
+
+/// Why a `join` did not return `Ok`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinError {
+    /// The process panicked; the panic message.
+    Panicked(String),
+    /// `join` was called outside a process, where it cannot park: join from
+    /// a process, or use `try_join`.
+    NotInProcess,
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(m) => write!(f, "process panicked: {m}"),
+            JoinError::NotInProcess => f.write_str("join called outside a process: use try_join"),
+        }
+    }
+}
+impl core::error::Error for JoinError {}
+
+/// A blocking call was made outside any process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotInProcess;
+
+impl fmt::Display for NotInProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("this call parks the calling process and was made outside any process")
+    }
+}
+impl core::error::Error for NotInProcess {}

@@ -1,0 +1,55 @@
+//! The hooks a host gives the core: where the running worker is recorded
+//! for the calling thread, how a process body runs (panic capture), and how
+//! a stop request unwinds.
+//!
+//! The core never names a thread or an OS, so it cannot own a thread-local.
+//! The host does: the hosted crate keeps the pointer in a `thread_local!`,
+//! a bare-metal image in a static (one core) or a per-core array. The
+//! pointer is read afresh at every use and never borrowed across a switch:
+//! a process may resume on another OS thread.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Its body returned.
+    Normal,
+    /// It observed a `request_stop` and unwound (or was abandoned).
+    Stopped,
+    /// It panicked; the message.
+    Panicked(String),
+}
+
+/// What a host supplies. One set per process image, installed with
+/// [`install`] before any runtime runs.
+#[derive(Debug)]
+pub struct HostHooks {
+    /// Returns the calling thread's current-worker pointer (null if none).
+    pub get_current: fn() -> *mut (),
+    /// Sets the calling thread's current-worker pointer.
+    pub set_current: fn(*mut ()),
+    /// Runs a process body and reports how it ended. Hosted: under
+    /// `catch_unwind`, mapping the stop sentinel to `Outcome::Stopped`. A
+    /// host without unwinding calls the body and returns `Normal`; its panic
+    /// handler uses [`crate::abandon_current`].
+    pub run_process: fn(Box<dyn FnOnce() + Send>) -> Outcome,
+    /// Ends the running process because a stop was requested. Hosted:
+    /// unwinds with the stop sentinel (destructors run). Bare: abandons the
+    /// process.
+    pub raise_stop: fn() -> !,
+}
+
+static HOOKS: crate::sync_once::OnceRef<HostHooks> = crate::sync_once::OnceRef::new();
+
+/// Installs the host's hooks. The first call wins; later calls with other
+/// hooks are ignored and return `false`.
+pub fn install(hooks: &'static HostHooks) -> bool {
+    HOOKS.set(hooks)
+}
+
+/// The installed hooks, if any.
+pub(crate) fn hooks() -> Option<&'static HostHooks> {
+    HOOKS.get()
+}

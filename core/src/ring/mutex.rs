@@ -1,0 +1,145 @@
+//! The baseline ring: a `VecDeque` behind a [`SpinLock`].
+//!
+//! Every operation takes the lock, so the ring is trivially FIFO and its
+//! capacity bound is exact for any number of consumers: a push fails only if
+//! the deque held `capacity` values while the push held the lock. The deque
+//! is allocated at full capacity up front, so a push never allocates.
+//!
+//! "Never blocks" here means that no operation waits for anything but the
+//! lock, and the lock is held only for a deque operation; like every ring,
+//! it must be used with preemption disabled (see [`super`]), or a holder
+//! switched out mid-section stalls every other thread on the lock.
+
+use super::Ring;
+use crate::lock::SpinLock;
+use alloc::collections::VecDeque;
+use core::fmt;
+
+/// A bounded FIFO queue under a spin lock; see the [module docs](self).
+pub struct MutexRing<T> {
+    queue: SpinLock<VecDeque<T>>,
+    capacity: usize,
+}
+
+impl<T> MutexRing<T> {
+    /// A ring holding exactly `capacity` values (no rounding).
+    pub fn new(capacity: usize) -> Self {
+        MutexRing { queue: SpinLock::new(VecDeque::with_capacity(capacity)), capacity }
+    }
+
+    /// How many values the ring holds when full.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Appends `value`, or hands it back when the ring is full.
+    pub fn push(&self, value: T) -> Result<(), T> {
+        let mut queue = self.queue.lock();
+        debug_assert!(queue.len() <= self.capacity);
+        if queue.len() == self.capacity {
+            return Err(value);
+        }
+        queue.push_back(value);
+        Ok(())
+    }
+
+    /// Removes the oldest value, or `None` when the ring is empty.
+    pub fn pop(&self) -> Option<T> {
+        self.queue.lock().pop_front()
+    }
+}
+
+impl<T> fmt::Debug for MutexRing<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `try_lock`: formatting must not spin on a held lock.
+        let len = self.queue.try_lock().map(|queue| queue.len());
+        f.debug_struct("MutexRing").field("capacity", &self.capacity).field("len", &len).finish()
+    }
+}
+
+impl<T: Send> Ring<T> for MutexRing<T> {
+    fn with_capacity(capacity: usize) -> Self {
+        MutexRing::new(capacity)
+    }
+    fn capacity(&self) -> usize {
+        MutexRing::capacity(self)
+    }
+    fn push(&self, value: T) -> Result<(), T> {
+        MutexRing::push(self, value)
+    }
+    fn pop(&self) -> Option<T> {
+        MutexRing::pop(self)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::contract;
+    use super::*;
+    use crate::sync::AtomicUsize;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn capacity_is_exact() {
+        assert_eq!(MutexRing::<u8>::new(0).capacity(), 0);
+        assert_eq!(MutexRing::<u8>::new(5).capacity(), 5);
+        assert_eq!(MutexRing::<u8>::new(0).push(1), Err(1));
+    }
+
+    #[test]
+    fn fifo() {
+        let ring = MutexRing::new(5);
+        let out = contract::full_returns_value(&ring);
+        assert_eq!(out, (0..5).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn full_returns_value() {
+        let ring = MutexRing::new(3);
+        contract::full_returns_value(&ring);
+        contract::full_returns_value(&ring);
+    }
+
+    #[test]
+    fn empty_returns_none() {
+        contract::empty_returns_none(&MutexRing::new(1));
+    }
+
+    #[test]
+    fn wraparound() {
+        contract::wraparound(&MutexRing::new(1), true);
+        contract::wraparound(&MutexRing::new(7), true);
+    }
+
+    #[test]
+    fn push_never_allocates_past_capacity() {
+        let ring = MutexRing::new(8);
+        let allocated = ring.queue.lock().capacity();
+        contract::wraparound(&ring, true);
+        assert_eq!(ring.queue.lock().capacity(), allocated);
+    }
+
+    #[test]
+    fn drop_drops_remaining_once() {
+        let drops = AtomicUsize::new(0);
+        contract::drop_drains(MutexRing::new(4), &drops);
+    }
+
+    #[test]
+    fn stress_mutex() {
+        contract::stress(&MutexRing::new(64), true);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::super::loom_contract::push_pop_race;
+    use super::*;
+
+    /// Two producers and one consumer race through a two-value ring.
+    #[test]
+    fn mutex_push_pop_race() {
+        push_pop_race::<MutexRing<usize>>(2);
+    }
+}

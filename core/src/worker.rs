@@ -1,0 +1,378 @@
+//! Workers: each owns a disjoint set of processes and advances them one
+//! bounded pass at a time ([`Worker::try_tick`]). A worker is logical: its
+//! host decides which thread calls `try_tick`, and may change its mind
+//! between passes.
+//!
+//! The mutable state of a worker ([`WorkerCore`]) lives behind a raw
+//! pointer, never behind a reference held across a switch: while a process
+//! runs, the suspended `try_tick` frame and the process both reach the core
+//! through that pointer (the process through the host's current-worker
+//! hook).
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use smarm_arch::{Arch, Context, Native};
+use smarm_platform::Nanos;
+
+use crate::host::Outcome;
+use crate::pid::Pid;
+use crate::runtime::{Admin, Shared};
+use crate::sync::{AtomicU64, Ordering};
+use crate::timer::Timers;
+
+/// Why a process switched back to its worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SwitchReason {
+    /// It yielded: put it at the back of the ready queue.
+    Yield,
+    /// It parked: a wake will queue it.
+    Park,
+    /// It finished: finalize it.
+    Exit,
+}
+
+/// Counters published at the end of every pass (Relaxed: they are
+/// statistics, not synchronisation).
+#[derive(Debug, Default)]
+pub(crate) struct WorkerStats {
+    passes: AtomicU64,
+    switches: AtomicU64,
+    spawned: AtomicU64,
+    exited: AtomicU64,
+    ready: AtomicU64,
+    parked: AtomicU64,
+}
+
+/// A worker's statistics as of its last completed pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Passes made.
+    pub passes: u64,
+    /// Switches into processes.
+    pub switches: u64,
+    /// Processes that started on this worker.
+    pub spawned: u64,
+    /// Processes finalized on this worker.
+    pub exited: u64,
+    /// Processes in the ready queue at the end of the last pass.
+    pub ready: u64,
+    /// Live processes that are neither ready nor running (parked, or woken
+    /// and in flight through a ring).
+    pub parked: u64,
+}
+
+impl WorkerStats {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            passes: self.passes.load(Ordering::Relaxed),
+            switches: self.switches.load(Ordering::Relaxed),
+            spawned: self.spawned.load(Ordering::Relaxed),
+            exited: self.exited.load(Ordering::Relaxed),
+            ready: self.ready.load(Ordering::Relaxed),
+            parked: self.parked.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The mutable state of one worker.
+pub(crate) struct WorkerCore {
+    pub(crate) id: usize,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) ready: VecDeque<u32>,
+    pub(crate) timers: Timers,
+    /// The driver's context while a process runs.
+    pub(crate) context: Context,
+    /// Slot index and generation of the running process.
+    pub(crate) running: Option<(u32, u32)>,
+    pub(crate) reason: SwitchReason,
+    /// Nesting depth of preemption-disabled sections.
+    pub(crate) preempt_disabled: u32,
+    /// Timestamp when the running process was last resumed.
+    pub(crate) slice_start: u64,
+    stats: StatsSnapshot,
+    live_here: u64,
+}
+
+/// One logical worker, owned by exactly one driver at a time.
+pub struct Worker {
+    core: NonNull<WorkerCore>,
+}
+
+// SAFETY: a Worker is driven by one owner at a time (`try_tick` takes
+// `&mut self`); the core it points to moves with it. Processes suspended
+// on it resume only through it.
+unsafe impl Send for Worker {}
+
+impl fmt::Debug for Worker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker").field("id", &self.id()).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // SAFETY: `core` came from `Box::into_raw` in `Worker::new` and is
+        // freed only here; `&mut self` means no pass is running.
+        drop(unsafe { alloc::boxed::Box::from_raw(self.core.as_ptr()) });
+    }
+}
+
+impl Worker {
+    pub(crate) fn new(id: usize, shared: Arc<Shared>) -> Worker {
+        let core = alloc::boxed::Box::new(WorkerCore {
+            id,
+            shared,
+            ready: VecDeque::new(),
+            timers: Timers::default(),
+            context: Context::empty(),
+            running: None,
+            reason: SwitchReason::Yield,
+            preempt_disabled: 0,
+            slice_start: 0,
+            stats: StatsSnapshot::default(),
+            live_here: 0,
+        });
+        Worker { core: NonNull::from(alloc::boxed::Box::leak(core)) }
+    }
+
+    /// This worker's id (its index in the runtime).
+    pub fn id(&self) -> usize {
+        // SAFETY: the core is live while `self` is; no pass is running
+        // during `&self` access from the owner.
+        unsafe { (*self.core.as_ptr()).id }
+    }
+
+    /// Earliest timer deadline on this worker, for a host deciding how long
+    /// its driver may sleep.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        // SAFETY: as in `id`.
+        unsafe { (*self.core.as_ptr()).timers.next_deadline() }
+    }
+
+    /// Performs one bounded pass: drain ingress (each ring at most
+    /// `worker_ingress_budget` items), fire due timers, run up to
+    /// `process_budget` ready processes, publish statistics. Returns whether
+    /// it did any work.
+    pub fn try_tick(&mut self) -> bool {
+        let core = self.core.as_ptr();
+        // SAFETY: `&mut self` makes us the one driver; `shared` outlives
+        // the pass because the core holds an Arc to it.
+        let hooks = unsafe { (*Arc::as_ptr(&(*core).shared)).hooks };
+        let previous = (hooks.get_current)();
+        (hooks.set_current)(core.cast());
+        // SAFETY: as above; `pass` never keeps a reference to the core
+        // across a switch.
+        let did = unsafe { pass(core) };
+        (hooks.set_current)(previous);
+        did
+    }
+}
+
+/// One pass over `core`.
+///
+/// # Safety
+///
+/// The caller is the worker's only driver, has registered `core` as the
+/// thread's current worker, and holds no reference into it.
+unsafe fn pass(core: *mut WorkerCore) -> bool {
+    // SAFETY: `shared` is behind an Arc the core keeps for its life; we
+    // take a shared reference to the runtime, never to the core.
+    let shared: &Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
+    let id = unsafe { (*core).id };
+    let ingress = &shared.workers[id];
+    let budget = match shared.config.worker_ingress_budget {
+        0 => usize::MAX,
+        n => n,
+    };
+    let mut did = false;
+
+    // 1. Ingress: spawns, wakes, admin commands.
+    let mut n = 0;
+    while n < budget {
+        let Some(index) = ingress.spawn.pop() else { break };
+        // SAFETY: our core; no reference to it is live.
+        unsafe {
+            (*core).ready.push_back(index);
+            (*core).stats.spawned += 1;
+            (*core).live_here += 1;
+        }
+        n += 1;
+    }
+    did |= n > 0;
+    n = 0;
+    while n < budget {
+        let Some(index) = ingress.wake.pop() else { break };
+        // SAFETY: as above.
+        unsafe { (*core).ready.push_back(index) };
+        n += 1;
+    }
+    did |= n > 0;
+    n = 0;
+    while n < budget {
+        let Some(command) = ingress.admin.pop() else { break };
+        match command {
+            Admin::StopAll => stop_all_on(shared, id),
+        }
+        n += 1;
+    }
+    did |= n > 0;
+
+    // 2. Timers due now.
+    // SAFETY: as above.
+    if unsafe { (*core).timers.len() } > 0 {
+        let now = shared.platform.now();
+        // SAFETY: as above; the borrow of `timers` ends before unpark_at,
+        // which may push onto our ready queue.
+        while let Some(entry) = unsafe { (*core).timers.pop_due(now) } {
+            shared.unpark_at(entry.pid, entry.epoch);
+            did = true;
+        }
+    }
+
+    // 3. Run ready processes. Those queued during this step (yields,
+    // same-worker wakes, local spawns) wait for the next pass, so one pass
+    // is finite.
+    // SAFETY: as above.
+    let queued = unsafe { (*core).ready.len() };
+    let limit = match shared.config.process_budget {
+        0 => queued,
+        n => n.min(queued),
+    };
+    for _ in 0..limit {
+        // SAFETY: as above.
+        let Some(index) = (unsafe { (*core).ready.pop_front() }) else { break };
+        // SAFETY: our contract, passed on.
+        unsafe { run(core, shared, index) };
+        did = true;
+    }
+
+    // 4. Statistics.
+    // SAFETY: as above.
+    unsafe {
+        (*core).stats.passes += 1;
+        let ready = (*core).ready.len() as u64;
+        (*core).stats.ready = ready;
+        (*core).stats.parked = (*core).live_here.saturating_sub(ready);
+        let s = &shared.workers[id].stats;
+        let local = (*core).stats;
+        s.passes.store(local.passes, Ordering::Relaxed);
+        s.switches.store(local.switches, Ordering::Relaxed);
+        s.spawned.store(local.spawned, Ordering::Relaxed);
+        s.exited.store(local.exited, Ordering::Relaxed);
+        s.ready.store(local.ready, Ordering::Relaxed);
+        s.parked.store(local.parked, Ordering::Relaxed);
+    }
+    did
+}
+
+/// Resumes the process in slot `index` until it yields, parks or exits.
+///
+/// # Safety
+///
+/// As for [`pass`].
+unsafe fn run(core: *mut WorkerCore, shared: &Shared, index: u32) {
+    let Some(slot) = shared.slot(index) else { return };
+    let generation = slot.generation();
+    let began = slot.state.begin_run(generation);
+    debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
+    // SAFETY: our core, no reference to it live across the switch below:
+    // everything is reached through the raw pointer.
+    unsafe {
+        (*core).running = Some((index, generation));
+        (*core).slice_start = Native::timestamp();
+        (*core).stats.switches += 1;
+        let save = ptr::addr_of_mut!((*core).context);
+        let load = ptr::addr_of!((*slot.body.get()).context);
+        // SAFETY: `load` is the process's context, made by init_context at
+        // spawn or saved by its last switch out; its stack is alive (owned
+        // by the slot until finalize). `save` is our own context.
+        Native::switch(save, load);
+        (*core).running = None;
+        match (*core).reason {
+            SwitchReason::Yield => (*core).ready.push_back(index),
+            SwitchReason::Park => {}
+            SwitchReason::Exit => {
+                (*core).stats.exited += 1;
+                (*core).live_here = (*core).live_here.saturating_sub(1);
+                shared.finalize(index, generation);
+            }
+        }
+    }
+}
+
+/// Requests a stop of every live process owned by worker `id`.
+fn stop_all_on(shared: &Shared, id: usize) {
+    for index in 0..shared_slot_count(shared) {
+        let Some(slot) = shared.slot(index) else { break };
+        if slot.worker.load(Ordering::Relaxed) != id {
+            continue;
+        }
+        let snap = slot.state.snapshot();
+        let _ = shared.request_stop(Pid::from_parts(index, snap.generation()));
+    }
+}
+
+fn shared_slot_count(shared: &Shared) -> u32 {
+    shared.config.max_actors as u32
+}
+
+/// The calling thread's current worker core, if its driver belongs to
+/// `shared` and it is worker `worker`.
+pub(crate) fn current_core_of(shared: &Shared, worker: usize) -> Option<*mut WorkerCore> {
+    let core = current_core()?;
+    // SAFETY: a registered current core is live for the duration of the
+    // pass that registered it, which encloses this call.
+    let (id, same) = unsafe { ((*core).id, ptr::eq(Arc::as_ptr(&(*core).shared), shared)) };
+    (same && id == worker).then_some(core)
+}
+
+/// The calling thread's current worker core, if a pass is running on it.
+pub(crate) fn current_core() -> Option<*mut WorkerCore> {
+    let hooks = crate::host::hooks()?;
+    let p = (hooks.get_current)() as *mut WorkerCore;
+    (!p.is_null()).then_some(p)
+}
+
+/// Pushes a just-queued process onto the local ready queue.
+///
+/// # Safety
+///
+/// `core` is the calling thread's current worker and no reference into it
+/// is live.
+pub(crate) unsafe fn push_ready(core: *mut WorkerCore, index: u32) {
+    // SAFETY: per the contract.
+    unsafe { (*core).ready.push_back(index) };
+}
+
+/// Ends the running process with `outcome` and switches to its worker for
+/// good. Used at the end of every process and by hosts without unwinding
+/// (a bare-metal panic handler abandons the running process with it).
+///
+/// Returns only if no process is running on this thread.
+pub fn abandon_current(outcome: Outcome) {
+    let Some(core) = current_core() else { return };
+    // SAFETY: current core, live for the enclosing pass.
+    let Some((index, generation)) = (unsafe { (*core).running }) else { return };
+    // SAFETY: as above.
+    let shared: &Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
+    let Some(slot) = shared.slot(index) else { return };
+    {
+        let _np = crate::process::NoPreempt::new();
+        let mut cold = slot.cold.lock();
+        cold.outcome = Some(outcome);
+        slot.state.finish(generation);
+    }
+    // SAFETY: our process is the running one; its context slot is ours to
+    // save into, and the worker's context was saved by `run`.
+    unsafe {
+        (*core).reason = SwitchReason::Exit;
+        let save = ptr::addr_of_mut!((*slot.body.get()).context);
+        let load = ptr::addr_of!((*core).context);
+        Native::switch(save, load);
+    }
+    // A finalized process is never resumed.
+    unreachable!("smarm: a finished process was resumed");
+}

@@ -1,0 +1,52 @@
+//! The hosted side of the core's hooks: the current worker in a
+//! thread-local, panic capture with `catch_unwind`, and the stop sentinel.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+
+use smarm_core::{HostHooks, Outcome};
+
+/// The payload a stopped process unwinds with. Zero-sized; caught at the
+/// process entry and reported as `Outcome::Stopped`. Raised with
+/// `resume_unwind`, so the panic hook never sees (or prints) it.
+#[derive(Debug, Clone, Copy)]
+pub struct StopSentinel;
+
+thread_local! {
+    static CURRENT: Cell<*mut ()> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+fn get_current() -> *mut () {
+    CURRENT.with(Cell::get)
+}
+
+fn set_current(worker: *mut ()) {
+    CURRENT.with(|c| c.set(worker));
+}
+
+fn run_process(body: Box<dyn FnOnce() + Send>) -> Outcome {
+    match panic::catch_unwind(AssertUnwindSafe(body)) {
+        Ok(()) => Outcome::Normal,
+        Err(payload) if payload.is::<StopSentinel>() => Outcome::Stopped,
+        Err(payload) => Outcome::Panicked(panic_message(&*payload)),
+    }
+}
+
+fn raise_stop() -> ! {
+    panic::resume_unwind(Box::new(StopSentinel))
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Box<dyn Any>".to_owned()
+    }
+}
+
+/// The hooks every hosted runtime installs.
+pub(crate) static HOOKS: HostHooks = HostHooks { get_current, set_current, run_process, raise_stop };
