@@ -11,18 +11,51 @@
 mod common;
 
 use core::mem::offset_of;
+#[cfg(target_arch = "aarch64")]
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Stack, STACK_BYTES};
 use smarm_arch::{Arch, Context, Native};
 
 /// The switch with a C ABI, so assembly can `call` / `bl` it.
 ///
+/// On AArch64 Linux every non-leaf function keeps a frame record, so this
+/// wrapper saves and restores x29 itself: a switch that forgot x29 would go
+/// unnoticed by the register patterns. The wrapper therefore checks its own
+/// frame pointer across the switch — the place where such a switch would
+/// break real callers (frame-pointer unwinding, locals addressed off x29).
+///
 /// # Safety
 ///
 /// The contract of [`Arch::switch`].
 unsafe extern "C" fn switch_c(save_into: *mut Context, load_from: *const Context) {
+    #[cfg(target_arch = "aarch64")]
+    let frame_pointer_before = frame_pointer();
     // SAFETY: forwarded from this function's contract.
     unsafe { Native::switch(save_into, load_from) }
+    #[cfg(target_arch = "aarch64")]
+    if frame_pointer() != frame_pointer_before {
+        FRAME_POINTER_CHANGES.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Switches after which [`switch_c`] found its frame pointer changed.
+/// Relaxed: both contexts run on one thread.
+#[cfg(target_arch = "aarch64")]
+static FRAME_POINTER_CHANGES: AtomicUsize = AtomicUsize::new(0);
+
+/// The current x29.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn frame_pointer() -> usize {
+    let value: usize;
+    // INPUTS:  none.
+    // OUTPUTS: `value` = x29.
+    // OPTIONS: nomem, nostack, preserves_flags. Not `pure`, so the compiler
+    //          keeps both reads on their side of the switch.
+    // SAFETY: reads a register, nothing else.
+    unsafe { core::arch::asm!("mov {value}, x29", value = out(reg) value, options(nomem, nostack, preserves_flags)) };
+    value
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -441,5 +474,7 @@ fn every_callee_saved_register_survives_a_clobbering_context() {
         assert_eq!(record.sp_before, record.sp_after, "child's sp changed across the switch (resume {resume})");
         assert_eq!(comparable(*record), clobber, "child's registers after resume {resume}");
     }
+    #[cfg(target_arch = "aarch64")]
+    assert_eq!(FRAME_POINTER_CHANGES.load(Ordering::Relaxed), 0, "switches that changed the caller's x29");
     drop(stack);
 }

@@ -118,7 +118,14 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
             debug_assert_eq!(slot as *const Slot, shared.slot(index as u32).map_or(ptr::null(), |s| s));
             // SAFETY: the running process owns its body's entry.
             let body = unsafe { (*slot.body.get()).entry.take() };
+            // A stop requested before the first run ends the process before
+            // its body starts: nothing of it has run, so nothing unwinds.
+            let stopped = slot
+                .stop
+                .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
             match body {
+                Some(_) if stopped => Outcome::Stopped,
                 Some(f) => (shared.hooks.run_process)(f),
                 None => Outcome::Normal,
             }
@@ -134,10 +141,9 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
 
 /// The pid of the calling process; `None` outside a process.
 pub fn self_pid() -> Option<Pid> {
-    let (_, _, _, generation) = running()?;
     let core = current_core()?;
     // SAFETY: current core, live for the enclosing pass.
-    let (index, _) = unsafe { (*core).running }?;
+    let (index, generation) = unsafe { (*core).running }?;
     Some(Pid::from_parts(index, generation))
 }
 

@@ -348,7 +348,7 @@ impl Shared {
         if let Some(core) = crate::worker::current_core_of(self, worker) {
             // SAFETY: `current_core_of` returned the calling driver's own
             // worker, which is not borrowed across this call.
-            unsafe { crate::worker::push_ready(core, index) };
+            unsafe { crate::worker::push_spawned(core, index) };
             return;
         }
         let ring = &self.workers[worker].spawn;

@@ -336,6 +336,20 @@ pub(crate) fn current_core() -> Option<*mut WorkerCore> {
     (!p.is_null()).then_some(p)
 }
 
+/// Adds a process spawned by the worker's own driver to its ready queue.
+///
+/// # Safety
+///
+/// As for [`push_ready`].
+pub(crate) unsafe fn push_spawned(core: *mut WorkerCore, index: u32) {
+    // SAFETY: per the contract.
+    unsafe {
+        (*core).ready.push_back(index);
+        (*core).stats.spawned += 1;
+        (*core).live_here += 1;
+    }
+}
+
 /// Pushes a just-queued process onto the local ready queue.
 ///
 /// # Safety
