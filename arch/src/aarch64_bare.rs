@@ -71,7 +71,7 @@ const CPACR_EL1_FPEN: u64 = 0b11 << 20;
 /// `MPIDR_EL1.Aff0`: the core number within its cluster.
 const MPIDR_AFF0_MASK: u64 = 0xff;
 
-/// `CurrentEL` keeps the exception level in bits [3:2].
+/// `CurrentEL` keeps the exception level in bits 3..=2.
 const CURRENT_EL_SHIFT: u64 = 2;
 /// Exception level 1, where the runtime runs.
 const EL1: u64 = 1;
@@ -174,7 +174,7 @@ pub fn vector_name(kind: u64) -> &'static str {
     }
 }
 
-/// `ESR_EL1.EC` (bits [31:26]): the exception class.
+/// `ESR_EL1.EC` (bits 31..=26): the exception class.
 pub fn exception_class(esr: u64) -> u64 {
     (esr >> 26) & 0x3f
 }
@@ -186,10 +186,14 @@ extern "C" {
     fn smarm_bare_exception(kind: u64, esr: u64, far: u64, elr: u64) -> !;
 }
 
-// The reset entry. INPUTS: none that it trusts (x0 carries the DTB address
-// from QEMU's loader; it is not used). OUTPUTS: never returns. It runs before
-// any stack exists, so it uses only x19..x22 and system registers. See the
-// module doc for the sequence.
+// The reset entry; the sequence is in the module doc.
+// INPUTS:  none it relies on (x0 carries the DTB address from QEMU's loader;
+//          it is not used). Linker symbols: __stack_top,
+//          __exception_stack_top, __bss_start, __bss_end.
+// OUTPUTS: never returns; calls `smarm_bare_main` on SP_EL0.
+// OPTIONS: global_asm has none. It runs before any stack exists, so it uses
+//          only x19..x22 (and x0/x1 for the semihosting call) and system
+//          registers.
 global_asm!(
     r#"
     .section .text.boot, "ax"
@@ -301,10 +305,14 @@ _start:
     main = sym smarm_bare_main,
 );
 
-// The vector table and its common path. INPUTS: the CPU enters an entry on
-// SP_EL1 with every general-purpose register holding the interrupted value.
+// The vector table and its common path.
+// INPUTS:  the CPU enters an entry on SP_EL1 with every general-purpose
+//          register holding the interrupted value; ESR/FAR/ELR/SPSR_EL1
+//          describe the exception.
 // OUTPUTS: never returns; calls `smarm_bare_exception(kind, esr, far, elr)`
-// with an `ExceptionFrame` at the top of the exception stack.
+//          with an `ExceptionFrame` at the top of the exception stack.
+// OPTIONS: global_asm has none. Offsets come from `offset_of!` on
+//          `ExceptionFrame` (checked by the const asserts above).
 global_asm!(
     r#"
     .macro SMARM_VECTOR_ENTRY kind
@@ -410,11 +418,13 @@ smarm_bare_exception_common:
 /// synchronous exception.
 unsafe fn semihosting_call(op: u64, arg: usize) -> u64 {
     let result: u64;
+    // INPUTS:  w0 = operation, x1 = argument.
+    // OUTPUTS: x0 = the host's result.
+    // OPTIONS: nostack (touches no stack), preserves_flags (the host changes
+    //          no guest flags); not nomem / readonly / pure: the host reads
+    //          the block `arg` points to and may have effects (exit, write).
     // SAFETY: the caller guarantees `arg` suits `op` and that a host is
-    // attached. INPUTS: w0 = operation, x1 = argument. OUTPUTS: x0 = the
-    // host's result. Options: not `nomem` (the host reads the block `arg`
-    // points to), not `pure`; `nostack` (the instruction touches no stack)
-    // and `preserves_flags` (the host changes no guest flags).
+    // attached.
     unsafe {
         asm!(
             "hlt #0xf000",
@@ -459,19 +469,23 @@ pub fn semihosting_write0(text: &core::ffi::CStr) {
 /// Waits for an event (WFE): returns after a SEV from any core, an
 /// interrupt becoming pending, or spuriously. Callers loop on a condition.
 pub fn wait_for_event() {
-    // SAFETY: WFE only pauses the core. INPUTS/OUTPUTS: none. Options:
-    // `nostack`, `preserves_flags`; deliberately not `nomem`, so it stays a
-    // compiler barrier and the caller's re-check of memory is not hoisted
-    // above the wait.
+    // INPUTS:  none.
+    // OUTPUTS: none.
+    // OPTIONS: nostack, preserves_flags; deliberately not nomem, so it stays
+    //          a compiler barrier and the caller's re-check of memory is not
+    //          hoisted above the wait.
+    // SAFETY: WFE only pauses the core.
     unsafe { asm!("wfe", options(nostack, preserves_flags)) }
 }
 
 /// Signals an event (SEV) to every core, waking those in
 /// [`wait_for_event`].
 pub fn send_event() {
-    // SAFETY: SEV only sets the event register of every core. INPUTS/OUTPUTS:
-    // none. Options: `nostack`, `preserves_flags`; not `nomem`, so stores
-    // made before it (the condition the waiter checks) are not sunk past it
-    // by the compiler (ordering between cores is the caller's atomics' job).
+    // INPUTS:  none.
+    // OUTPUTS: none.
+    // OPTIONS: nostack, preserves_flags; not nomem, so stores made before it
+    //          (the condition the waiter checks) are not sunk past it by the
+    //          compiler (ordering between cores is the caller's atomics' job).
+    // SAFETY: SEV only sets the event register of every core.
     unsafe { asm!("sev", options(nostack, preserves_flags)) }
 }

@@ -54,7 +54,9 @@ fn frame_pointer() -> usize {
     // OPTIONS: nomem, nostack, preserves_flags. Not `pure`, so the compiler
     //          keeps both reads on their side of the switch.
     // SAFETY: reads a register, nothing else.
-    unsafe { core::arch::asm!("mov {value}, x29", value = out(reg) value, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        core::arch::asm!("mov {value}, x29", value = out(reg) value, options(nomem, nostack, preserves_flags))
+    };
     value
 }
 
@@ -471,7 +473,10 @@ fn every_callee_saved_register_survives_a_clobbering_context() {
     // start, the last switch left it suspended).
     assert_eq!(shared.child_resumes, ROUNDS - 1);
     for (resume, record) in shared.child_records[..ROUNDS - 1].iter().enumerate() {
-        assert_eq!(record.sp_before, record.sp_after, "child's sp changed across the switch (resume {resume})");
+        assert_eq!(
+            record.sp_before, record.sp_after,
+            "child's sp changed across the switch (resume {resume})"
+        );
         assert_eq!(comparable(*record), clobber, "child's registers after resume {resume}");
     }
     #[cfg(target_arch = "aarch64")]

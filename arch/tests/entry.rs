@@ -88,7 +88,8 @@ unsafe extern "C" fn plain_entry(argument: usize) -> ! {
 
 /// Runs a fresh context on `stack_top` until it reports.
 fn run_once(stack_top: *mut u8, entry: smarm_arch::EntryFn, argument: usize) -> Report {
-    let mut home = Box::new(Home { main: Context::empty(), child: Context::empty(), report: Report::default() });
+    let mut home =
+        Box::new(Home { main: Context::empty(), child: Context::empty(), report: Report::default() });
     let home_pointer: *mut Home = &raw mut *home;
     HOME.with(|cell| cell.set(home_pointer));
     // SAFETY: callers pass an aligned top of a live stack that outlives this
@@ -118,7 +119,12 @@ fn stack_is_aligned_at_entry() {
             "sp at entry = {:#x} for stack top {stack_top:p}",
             report.sp_at_entry
         );
-        assert_eq!(report.aligned_local_address % 16, 0, "16-aligned local at {:#x}", report.aligned_local_address);
+        assert_eq!(
+            report.aligned_local_address % 16,
+            0,
+            "16-aligned local at {:#x}",
+            report.aligned_local_address
+        );
         // The entry frame lies within the stack, at or below its top
         // (AArch64 enters with sp = top; x86_64 below the pushed return
         // address).

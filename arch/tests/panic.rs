@@ -122,7 +122,8 @@ fn backtrace_inside_a_context_stops_at_its_entry() {
     assert!(outside.contains("backtrace_inside_a_context_stops_at_its_entry"), "{outside}");
 
     let mut stack = Stack::new(STACK_BYTES);
-    let mut home = Box::new(BacktraceHome { main: Context::empty(), child: Context::empty(), rendered: String::new() });
+    let mut home =
+        Box::new(BacktraceHome { main: Context::empty(), child: Context::empty(), rendered: String::new() });
     let home_pointer: *mut BacktraceHome = &raw mut *home;
     // SAFETY: the stack outlives the only switch into the context; `home`
     // outlives the switch.

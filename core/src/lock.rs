@@ -97,3 +97,78 @@ impl<T> Drop for SpinGuard<'_, T> {
         self.lock.locked.store(false, Ordering::Release);
     }
 }
+
+/// The two classes of runtime lock. The order is Leaf → Channel, at most
+/// one of each held at once: a channel lock may be taken under a leaf lock
+/// (finalize clones senders that live in slots), nothing is taken under a
+/// channel lock, and two leaves never nest. Checked with `debug_assert!` at
+/// every acquisition made on a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockClass {
+    /// Cold per-slot state, free list, stack pool, registry.
+    Leaf,
+    /// A channel's (or actor mutex's) state.
+    Channel,
+}
+
+/// A runtime lock: a [`SpinLock`] of a [`LockClass`] whose guard also
+/// disables preemption for its span.
+#[derive(Debug)]
+pub struct RuntimeMutex<T> {
+    class: LockClass,
+    inner: SpinLock<T>,
+}
+
+impl<T> RuntimeMutex<T> {
+    /// A new leaf lock.
+    pub fn leaf(value: T) -> Self {
+        RuntimeMutex { class: LockClass::Leaf, inner: SpinLock::new(value) }
+    }
+
+    /// A new channel lock.
+    pub fn channel(value: T) -> Self {
+        RuntimeMutex { class: LockClass::Channel, inner: SpinLock::new(value) }
+    }
+
+    /// Takes the lock (preemption disabled until the guard drops).
+    pub fn lock(&self) -> RuntimeGuard<'_, T> {
+        let preempt = crate::process::NoPreempt::new();
+        crate::worker::note_lock_acquired(self.class);
+        RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: preempt }
+    }
+
+    /// Mutable access without locking.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.inner.get_mut()
+    }
+}
+
+/// Guard of a [`RuntimeMutex`].
+#[derive(Debug)]
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct RuntimeGuard<'a, T> {
+    guard: SpinGuard<'a, T>,
+    class: LockClass,
+    // Dropped after `guard` (fields drop in order): preemption comes back
+    // only once the lock is free.
+    _preempt: crate::process::NoPreempt,
+}
+
+impl<T> core::ops::Deref for RuntimeGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> core::ops::DerefMut for RuntimeGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for RuntimeGuard<'_, T> {
+    fn drop(&mut self) {
+        crate::worker::note_lock_released(self.class);
+    }
+}

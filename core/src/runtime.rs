@@ -24,7 +24,7 @@ use smarm_platform::{ParkToken, Platform, Stack};
 use crate::config::{Config, ConfigError};
 use crate::error::{JoinError, NoProc, SpawnError};
 use crate::host::{self, HostHooks, Outcome};
-use crate::lock::SpinLock;
+use crate::lock::RuntimeMutex;
 use crate::pid::Pid;
 use crate::process;
 use crate::ring::{MutexRing, Ring, WakeRing};
@@ -49,6 +49,9 @@ pub(crate) struct SlotBody {
     pub(crate) context: Context,
     pub(crate) stack: Option<Stack>,
     pub(crate) entry: Option<Entry>,
+    /// Actor-local values (`ActorLocal`), keyed by the address of their
+    /// static key; dropped with the slot.
+    pub(crate) locals: Vec<(usize, Box<dyn core::any::Any + Send>)>,
 }
 
 /// Cold per-slot state, under the slot's leaf lock.
@@ -77,7 +80,7 @@ pub(crate) struct Slot {
     pub(crate) worker: AtomicUsize,
     pub(crate) stop: AtomicU8,
     pub(crate) body: UnsafeCell<SlotBody>,
-    pub(crate) cold: SpinLock<Cold>,
+    pub(crate) cold: RuntimeMutex<Cold>,
 }
 
 // SAFETY: `body` is touched only by the owning worker's driver (and the
@@ -95,7 +98,7 @@ impl Slot {
             worker: AtomicUsize::new(0),
             stop: AtomicU8::new(STOP_NONE),
             body: UnsafeCell::new(SlotBody::default()),
-            cold: SpinLock::new(Cold::default()),
+            cold: RuntimeMutex::leaf(Cold::default()),
         }
     }
 
@@ -157,8 +160,8 @@ pub(crate) struct Shared {
     pub(crate) platform: Arc<dyn Platform>,
     pub(crate) hooks: &'static HostHooks,
     slots: Box<[Slot]>,
-    free: SpinLock<Vec<u32>>,
-    stacks: SpinLock<Vec<Stack>>,
+    free: RuntimeMutex<Vec<u32>>,
+    stacks: RuntimeMutex<Vec<Stack>>,
     pub(crate) workers: Box<[WorkerShared]>,
     pub(crate) tokens: Box<[ParkToken]>,
     /// Processes spawned and not yet finalized.
@@ -256,8 +259,8 @@ impl RuntimeParts {
             platform,
             hooks,
             slots,
-            free: SpinLock::new(free),
-            stacks: SpinLock::new(Vec::new()),
+            free: RuntimeMutex::leaf(free),
+            stacks: RuntimeMutex::leaf(Vec::new()),
             workers,
             tokens,
             live: AtomicUsize::new(0),
@@ -288,6 +291,14 @@ fn timeslice_ticks(config: &Config, platform: &dyn Platform) -> u64 {
     ((nanos as u128 * per_second as u128) / 1_000_000_000).min(u64::MAX as u128) as u64
 }
 
+/// The stack of a slot being spawned.
+fn stack_of(slot: &Slot) -> &Stack {
+    // SAFETY: called only by the spawner, which owns the Vacant slot's body
+    // and has just stored the stack.
+    let stack = unsafe { (*slot.body.get()).stack.as_ref() };
+    stack.expect("spawn stores the stack before tagging it")
+}
+
 impl Shared {
     /// The slot a pid names, if the index is in range (the generation is
     /// checked by each transition, atomically).
@@ -308,7 +319,6 @@ impl Shared {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
         }
-        let _np = process::NoPreempt::new();
         let index = self.free.lock().pop().ok_or(SpawnError::Full)?;
         let stack = match self.take_stack() {
             Ok(stack) => stack,
@@ -334,6 +344,7 @@ impl Shared {
         }
         slot.cold.lock().handle = true;
         slot.worker.store(worker, Ordering::Relaxed);
+        self.platform.tag_stack(stack_of(slot), Pid::from_parts(index, generation).to_bits());
         // Release (inside claim) publishes body, worker and cold to the
         // worker that pops the index.
         let claimed = slot.state.claim(generation);
@@ -372,7 +383,6 @@ impl Shared {
     /// Returns a finished process's stack to the pool (trimmed), or to the
     /// platform when the pool is full.
     pub(crate) fn recycle_stack(&self, stack: Stack) {
-        let _np = process::NoPreempt::new();
         let mut pool = self.stacks.lock();
         if pool.len() < self.config.stack_pool_max {
             pool.push(stack);
@@ -417,7 +427,6 @@ impl Shared {
             unsafe { crate::worker::push_ready(core, index) };
             return;
         }
-        let _np = process::NoPreempt::new();
         let pushed = self.workers[worker].wake.push(index);
         assert!(pushed.is_ok(), "wake ring overflow: a process was enqueued twice");
         self.notify(worker);
@@ -433,7 +442,6 @@ impl Shared {
     pub(crate) fn request_stop(&self, pid: Pid) -> Result<(), NoProc> {
         let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
         {
-            let _np = process::NoPreempt::new();
             // Under the slot lock, so a concurrent reclaim (which resets the
             // flag and moves the generation on under the same lock) cannot
             // let the flag leak into the slot's next process.
@@ -464,7 +472,6 @@ impl Shared {
             self.recycle_stack(stack);
         }
         let (outcome, hooks, joiners) = {
-            let _np = process::NoPreempt::new();
             let mut cold = slot.cold.lock();
             // The outcome was set (under this lock) by the exiting process;
             // from then on no death hook or joiner can be added.
@@ -481,7 +488,6 @@ impl Shared {
         // Last: mark finalized and decide, in the same critical section as
         // the handle's drop decides, which of the two reclaims.
         let reclaim = {
-            let _np = process::NoPreempt::new();
             let mut cold = slot.cold.lock();
             cold.finalized = true;
             !cold.handle
@@ -498,7 +504,6 @@ impl Shared {
     /// Returns a finalized slot with no outstanding handle to the free list.
     fn reclaim(&self, index: u32, generation: u32) {
         let slot = &self.slots[index as usize];
-        let _np = process::NoPreempt::new();
         {
             let mut cold = slot.cold.lock();
             debug_assert!(cold.finalized && !cold.handle);
@@ -515,7 +520,6 @@ impl Shared {
     /// if it has already died (or the pid is stale).
     pub(crate) fn on_death(&self, pid: Pid, hook: DeathHook) -> Result<(), DeathHook> {
         let Some(slot) = self.slot(pid.index()) else { return Err(hook) };
-        let _np = process::NoPreempt::new();
         let mut cold = slot.cold.lock();
         let snap = slot.state.snapshot();
         if snap.generation() != pid.generation() || snap.state() == State::Vacant || cold.outcome.is_some() {
@@ -705,7 +709,6 @@ impl JoinHandle {
     /// Whether the process has ended (its outcome is known).
     pub fn is_finished(&self) -> bool {
         let slot = &self.shared.slots[self.pid.index() as usize];
-        let _np = process::NoPreempt::new();
         let finished = slot.cold.lock().outcome.is_some();
         finished
     }
@@ -713,7 +716,6 @@ impl JoinHandle {
     /// The outcome without waiting: `None` while the process runs.
     pub fn try_join(&self) -> Option<Result<(), JoinError>> {
         let slot = &self.shared.slots[self.pid.index() as usize];
-        let _np = process::NoPreempt::new();
         let cold = slot.cold.lock();
         cold.outcome.as_ref().map(outcome_to_result)
     }
@@ -729,7 +731,6 @@ impl JoinHandle {
                 Err(_) => None,
             };
             {
-                let _np = process::NoPreempt::new();
                 let mut cold = slot.cold.lock();
                 if let Some(outcome) = cold.outcome.as_ref() {
                     let result = outcome_to_result(outcome);
@@ -760,7 +761,6 @@ impl Drop for JoinHandle {
     fn drop(&mut self) {
         let slot = &self.shared.slots[self.pid.index() as usize];
         let reclaim = {
-            let _np = process::NoPreempt::new();
             let mut cold = slot.cold.lock();
             cold.handle = false;
             cold.finalized

@@ -94,6 +94,9 @@ pub(crate) struct WorkerCore {
     pub(crate) slice_start: u64,
     stats: StatsSnapshot,
     live_here: u64,
+    /// Runtime locks held on this driver, by class (lock-order checking).
+    held_leaf: u8,
+    held_channel: u8,
 }
 
 /// One logical worker, owned by exactly one driver at a time.
@@ -134,6 +137,8 @@ impl Worker {
             slice_start: 0,
             stats: StatsSnapshot::default(),
             live_here: 0,
+            held_leaf: 0,
+            held_channel: 0,
         });
         Worker { core: NonNull::from(alloc::boxed::Box::leak(core)) }
     }
@@ -374,7 +379,6 @@ pub fn abandon_current(outcome: Outcome) {
     let shared: &Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
     let Some(slot) = shared.slot(index) else { return };
     {
-        let _np = crate::process::NoPreempt::new();
         let mut cold = slot.cold.lock();
         cold.outcome = Some(outcome);
         slot.state.finish(generation);
@@ -389,4 +393,38 @@ pub fn abandon_current(outcome: Outcome) {
     }
     // A finalized process is never resumed.
     unreachable!("smarm: a finished process was resumed");
+}
+
+/// Records a runtime lock acquisition on the current driver and checks the
+/// lock order (Leaf → Channel, at most one of each).
+pub(crate) fn note_lock_acquired(class: crate::lock::LockClass) {
+    let Some(core) = current_core() else { return };
+    // SAFETY: current core, live for the enclosing pass; no reference held.
+    unsafe {
+        match class {
+            crate::lock::LockClass::Leaf => {
+                debug_assert!(
+                    (*core).held_leaf == 0 && (*core).held_channel == 0,
+                    "lock order: a leaf lock taken under another leaf or a channel lock"
+                );
+                (*core).held_leaf += 1;
+            }
+            crate::lock::LockClass::Channel => {
+                debug_assert!((*core).held_channel == 0, "lock order: a channel lock taken under another");
+                (*core).held_channel += 1;
+            }
+        }
+    }
+}
+
+/// Records a runtime lock release on the current driver.
+pub(crate) fn note_lock_released(class: crate::lock::LockClass) {
+    let Some(core) = current_core() else { return };
+    // SAFETY: as in `note_lock_acquired`.
+    unsafe {
+        match class {
+            crate::lock::LockClass::Leaf => (*core).held_leaf = (*core).held_leaf.saturating_sub(1),
+            crate::lock::LockClass::Channel => (*core).held_channel = (*core).held_channel.saturating_sub(1),
+        }
+    }
 }

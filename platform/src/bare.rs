@@ -19,8 +19,8 @@ use alloc::alloc::{alloc, dealloc, Layout};
 use core::ptr::NonNull;
 
 use crate::sync::Ordering;
-use crate::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError, StackGuard};
 use crate::STACK_CANARY;
+use crate::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError, StackGuard};
 
 /// What a bare-metal image supplies to the `bare` platform: a clock, a
 /// console and a way to end. Everything else (stacks, parking) the backend
@@ -64,7 +64,8 @@ impl<B: Board> BarePlatform<B> {
         if size == 0 {
             return Err(StackError::InvalidSize(size));
         }
-        let rounded = size.checked_add(STACK_ALIGN - 1).ok_or(StackError::InvalidSize(size))? & !(STACK_ALIGN - 1);
+        let rounded =
+            size.checked_add(STACK_ALIGN - 1).ok_or(StackError::InvalidSize(size))? & !(STACK_ALIGN - 1);
         Layout::from_size_align(rounded, STACK_ALIGN).map_err(|_| StackError::InvalidSize(size))
     }
 }

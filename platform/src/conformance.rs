@@ -41,7 +41,7 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    fn stack_size(&self) -> usize {
+    fn effective_stack_size(&self) -> usize {
         if self.stack_size == 0 {
             DEFAULT_STACK_SIZE
         } else {
@@ -167,12 +167,17 @@ pub fn unpark_before_park_is_kept(p: &dyn Platform) -> Outcome {
 /// stack, overwriting the bottom word must show as a broken canary.
 pub fn stack_is_usable(p: &dyn Platform, caps: Capabilities) -> Outcome {
     const CHECK: &str = "stack_is_usable";
-    let size = caps.stack_size();
-    let stack = p.allocate_stack(size).map_err(|error| Violation { check: CHECK, detail: format!("{error}") })?;
+    let size = caps.effective_stack_size();
+    let stack =
+        p.allocate_stack(size).map_err(|error| Violation { check: CHECK, detail: format!("{error}") })?;
     let result = (|| {
         ensure(stack.size() >= size, CHECK, || format!("asked {size} bytes, got {}", stack.size()))?;
-        ensure(stack.top() as usize % 16 == 0, CHECK, || format!("top {:p} is not 16-byte aligned", stack.top()))?;
-        ensure(stack.bottom() as usize % 8 == 0, CHECK, || format!("bottom {:p} not 8-aligned", stack.bottom()))?;
+        ensure((stack.top() as usize).is_multiple_of(16), CHECK, || {
+            format!("top {:p} is not 16-byte aligned", stack.top())
+        })?;
+        ensure((stack.bottom() as usize).is_multiple_of(8), CHECK, || {
+            format!("bottom {:p} not 8-aligned", stack.bottom())
+        })?;
         let words = stack.size() / 8;
         let base = stack.bottom().cast::<u64>();
         for index in 0..words {
@@ -186,7 +191,9 @@ pub fn stack_is_usable(p: &dyn Platform, caps: Capabilities) -> Outcome {
             ensure(read == pattern(index), CHECK, || format!("word {index} read {read:#x}"))?;
         }
         if stack.guard() == StackGuard::Canary {
-            ensure(!stack.canary_intact(), CHECK, || "overwriting the bottom word left the canary intact".into())?;
+            ensure(!stack.canary_intact(), CHECK, || {
+                "overwriting the bottom word left the canary intact".into()
+            })?;
         }
         Ok(())
     })();
@@ -205,12 +212,14 @@ fn pattern(index: usize) -> u64 {
 /// overwritten.
 pub fn canary_is_intact(p: &dyn Platform, caps: Capabilities) -> Outcome {
     const CHECK: &str = "canary_is_intact";
-    let size = caps.stack_size();
-    let allocate = || p.allocate_stack(size).map_err(|error| Violation { check: CHECK, detail: format!("{error}") });
+    let size = caps.effective_stack_size();
+    let allocate =
+        || p.allocate_stack(size).map_err(|error| Violation { check: CHECK, detail: format!("{error}") });
     let stack = allocate()?;
     let expected = if caps.guard_pages { StackGuard::GuardPage } else { StackGuard::Canary };
     let guard = stack.guard();
-    let mut result = ensure(guard == expected, CHECK, || format!("first stack is {guard:?}, expected {expected:?}"));
+    let mut result =
+        ensure(guard == expected, CHECK, || format!("first stack is {guard:?}, expected {expected:?}"));
     if result.is_ok() {
         result = ensure(stack.canary_intact(), CHECK, || "fresh stack has a broken canary".into());
     }
@@ -248,7 +257,10 @@ pub fn stack_errors_are_typed(p: &dyn Platform) -> Outcome {
                 let got = stack.size();
                 // SAFETY: the stack came from `p` and nothing runs on it.
                 unsafe { p.free_stack(stack) };
-                return Err(Violation { check: CHECK, detail: format!("size {size} gave a stack of {got} bytes") });
+                return Err(Violation {
+                    check: CHECK,
+                    detail: format!("size {size} gave a stack of {got} bytes"),
+                });
             }
         }
     }
@@ -286,7 +298,9 @@ pub fn poll_without_registrations(p: &dyn Platform) -> Outcome {
     ensure(found == 0, CHECK, || format!("timed poll found {found} events"))?;
     ensure(waited < 5 * MILLISECOND + LATE_SLACK, CHECK, || format!("5 ms poll took {waited} ns"))?;
     let removed = p.poll_deregister(-1);
-    ensure(removed == Err(PollError::NotRegistered), CHECK, || format!("deregistering fd -1 gave {removed:?}"))
+    ensure(removed == Err(PollError::NotRegistered), CHECK, || {
+        format!("deregistering fd -1 gave {removed:?}")
+    })
 }
 
 /// `unpark` from another thread wakes a driver parked on the token with a
@@ -362,7 +376,11 @@ pub fn pipe_becomes_readable(p: &dyn Platform, read_fd: RawFd, make_readable: &d
 
     p.poll_deregister(read_fd).map_err(fail)?;
     let removed = p.poll_deregister(read_fd);
-    ensure(removed == Err(PollError::NotRegistered), CHECK, || format!("second deregister gave {removed:?}"))?;
+    ensure(removed == Err(PollError::NotRegistered), CHECK, || {
+        format!("second deregister gave {removed:?}")
+    })?;
     let modified = p.poll_modify(read_fd, TOKEN, Interest::READABLE);
-    ensure(modified == Err(PollError::NotRegistered), CHECK, || format!("modify after removal gave {modified:?}"))
+    ensure(modified == Err(PollError::NotRegistered), CHECK, || {
+        format!("modify after removal gave {modified:?}")
+    })
 }

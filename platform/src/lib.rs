@@ -107,7 +107,9 @@ impl Stack {
             // SAFETY: the bottom word lies inside the usable range this
             // handle owns; it is 8-byte aligned because allocators hand out
             // page- or 16-aligned ranges.
-            StackGuard::Canary => unsafe { (self.bottom.as_ptr() as *const u64).read_volatile() == STACK_CANARY },
+            StackGuard::Canary => unsafe {
+                (self.bottom.as_ptr() as *const u64).read_volatile() == STACK_CANARY
+            },
         }
     }
 }
@@ -124,8 +126,12 @@ pub enum StackError {
 impl fmt::Display for StackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StackError::InvalidSize(n) => write!(f, "invalid stack size {n}: use a non-zero size below the address space"),
-            StackError::OutOfMemory => f.write_str("out of memory for stacks: lower max_actors or stack_size"),
+            StackError::InvalidSize(n) => {
+                write!(f, "invalid stack size {n}: use a non-zero size below the address space")
+            }
+            StackError::OutOfMemory => {
+                f.write_str("out of memory for stacks: lower max_actors or stack_size")
+            }
         }
     }
 }
@@ -247,6 +253,13 @@ pub trait Platform: Send + Sync + 'static {
     /// process running on it, and 0 ("unknown") when the stack goes back to
     /// a pool. Default: does nothing (backends without overflow reports).
     fn set_stack_tag(&self, stack: &Stack, tag: u64) {
+        let _ = (stack, tag);
+    }
+
+    /// Labels a stack with the id of the process about to run on it, so an
+    /// overflow report can name the process (`tag` = `(generation << 32) |
+    /// index`; 0 = unknown). Default: does nothing.
+    fn tag_stack(&self, stack: &Stack, tag: u64) {
         let _ = (stack, tag);
     }
 

@@ -103,9 +103,14 @@ impl<T> MpmcRing<T> {
     /// yet free (the ring is full, or the consumer of that cell's previous
     /// round has not finished reading it).
     pub fn push(&self, value: T) -> Result<(), T> {
-        // Relaxed: `tail` only suggests a position; the cell's sequence says
-        // whether it is usable and the CAS below decides who gets it.
-        let mut position = self.tail.load(Ordering::Relaxed);
+        // Acquire pairs with the Release of the CAS that wrote this `tail`:
+        // every cell release that producer had seen, we see too. Data
+        // safety does not need it (the cell's sequence and the CAS decide
+        // who may write), but the capacity bound does: without it we could
+        // learn that `tail` moved on while still seeing a cell as
+        // unreleased that its consumer released before that move, and
+        // report "full" with room to spare (loom finds this one).
+        let mut position = self.tail.load(Ordering::Acquire);
         loop {
             let cell = &self.cells[position & self.mask];
             // Acquire pairs with the Release in `pop` that released this
@@ -114,15 +119,17 @@ impl<T> MpmcRing<T> {
             let sequence = cell.sequence.load(Ordering::Acquire);
             let lag = sequence.wrapping_sub(position) as isize;
             if lag == 0 {
-                // Relaxed on both paths: the CAS only arbitrates which
-                // producer owns `position` (the modification order of `tail`
-                // gives it to exactly one); the data hand-off is ordered by
-                // the cell's sequence, not by `tail`.
+                // The CAS arbitrates which producer owns `position` (the
+                // modification order of `tail` gives it to exactly one); the
+                // data hand-off is ordered by the cell's sequence, not by
+                // `tail`. Release on success and Acquire on failure carry
+                // what each producer has seen of cell releases along `tail`,
+                // for the capacity bound (see the load above).
                 match self.tail.compare_exchange(
                     position,
                     position.wrapping_add(1),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
+                    Ordering::Release,
+                    Ordering::Acquire,
                 ) {
                     Ok(_) => {
                         // SAFETY: winning the CAS made us the only producer of
@@ -149,8 +156,9 @@ impl<T> MpmcRing<T> {
                 // The cell has moved past `position`: other producers pushed
                 // since we read `tail`. Our Acquire above synchronised with
                 // the store that advanced the sequence, which follows their
-                // CAS on `tail`, so this load sees a newer `tail`.
-                position = self.tail.load(Ordering::Relaxed);
+                // CAS on `tail`, so this load sees a newer `tail`. Acquire
+                // as for the first load.
+                position = self.tail.load(Ordering::Acquire);
             }
         }
     }
@@ -158,8 +166,10 @@ impl<T> MpmcRing<T> {
     /// Removes the value at the head, or `None` when the ring is empty or
     /// that value's producer has not finished publishing it.
     pub fn pop(&self) -> Option<T> {
-        // Relaxed: a hint, as in `push`.
-        let mut position = self.head.load(Ordering::Relaxed);
+        // Acquire, mirroring `push`: having seen `head` move on, we also see
+        // the publications its movers had seen, so `None` is not reported
+        // for a value that the consumer before us already found published.
+        let mut position = self.head.load(Ordering::Acquire);
         loop {
             let cell = &self.cells[position & self.mask];
             // Acquire pairs with the Release in `push` that published the
@@ -167,13 +177,14 @@ impl<T> MpmcRing<T> {
             let sequence = cell.sequence.load(Ordering::Acquire);
             let lag = sequence.wrapping_sub(position.wrapping_add(1)) as isize;
             if lag == 0 {
-                // Relaxed: the CAS only picks the one consumer of `position`;
-                // the hand-off is ordered by the cell's sequence.
+                // The CAS picks the one consumer of `position`; the hand-off
+                // is ordered by the cell's sequence. Release/Acquire as in
+                // `push`, mirroring the load above.
                 match self.head.compare_exchange(
                     position,
                     position.wrapping_add(1),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
+                    Ordering::Release,
+                    Ordering::Acquire,
                 ) {
                     Ok(_) => {
                         // SAFETY: winning the CAS made us the only consumer of
@@ -197,8 +208,9 @@ impl<T> MpmcRing<T> {
                 return None;
             } else {
                 // Other consumers took `position`; the Acquire above makes
-                // their advance of `head` visible (as in `push`).
-                position = self.head.load(Ordering::Relaxed);
+                // their advance of `head` visible (as in `push`). Acquire as
+                // for the first load.
+                position = self.head.load(Ordering::Acquire);
             }
         }
     }

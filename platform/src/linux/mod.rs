@@ -32,9 +32,9 @@ mod sys;
 use core::ptr;
 
 pub use self::overflow::{ensure_alt_stack, install_overflow_handler, AltStack};
-pub use self::sys::OsError;
 use self::stacks::StackAllocator;
 use self::sys::errno;
+pub use self::sys::OsError;
 use crate::sync::Ordering;
 use crate::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError};
 
@@ -89,7 +89,13 @@ impl LinuxPlatform {
         self.epoll_fd
     }
 
-    fn control(&self, operation: libc::c_int, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
+    fn control(
+        &self,
+        operation: libc::c_int,
+        fd: RawFd,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), PollError> {
         let mut flags = libc::EPOLLONESHOT as u32;
         if interest.readable {
             flags |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
@@ -276,7 +282,8 @@ impl Platform for LinuxPlatform {
         let mut raw = [libc::epoll_event { events: 0, u64: 0 }; POLL_BATCH];
         let capacity = events.len().min(POLL_BATCH);
         // SAFETY: `raw` has room for `capacity` (≤ POLL_BATCH, > 0) events.
-        let count = unsafe { libc::epoll_wait(self.epoll_fd, raw.as_mut_ptr(), capacity as libc::c_int, timeout_ms) };
+        let count =
+            unsafe { libc::epoll_wait(self.epoll_fd, raw.as_mut_ptr(), capacity as libc::c_int, timeout_ms) };
         if count < 0 {
             return match errno() {
                 libc::EINTR => Ok(0),
@@ -290,7 +297,8 @@ impl Platform for LinuxPlatform {
             let token = from.u64;
             *out = Event {
                 token,
-                readable: flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32 != 0,
+                readable: flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32
+                    != 0,
                 writable: flags & (libc::EPOLLOUT | libc::EPOLLERR) as u32 != 0,
             };
         }

@@ -133,7 +133,11 @@ pub(crate) struct StackAllocator {
 
 impl StackAllocator {
     pub(crate) fn new(guard_budget: usize) -> Self {
-        StackAllocator { guard_budget, live_guarded: AtomicUsize::new(0), pool: SpinLock::new(Pool::default()) }
+        StackAllocator {
+            guard_budget,
+            live_guarded: AtomicUsize::new(0),
+            pool: SpinLock::new(Pool::default()),
+        }
     }
 
     pub(crate) fn guard_budget(&self) -> usize {
@@ -292,7 +296,9 @@ impl StackAllocator {
         // SAFETY: a page-aligned range inside the stack's own mapping;
         // MADV_DONTNEED keeps the mapping and refills with zero pages on
         // touch, which is all a trimmed stack promises.
-        unsafe { libc::madvise(release_from as *mut libc::c_void, release_to - release_from, libc::MADV_DONTNEED) };
+        unsafe {
+            libc::madvise(release_from as *mut libc::c_void, release_to - release_from, libc::MADV_DONTNEED)
+        };
     }
 
     pub(crate) fn set_tag(&self, stack: &Stack, tag: u64) {

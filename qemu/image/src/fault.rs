@@ -4,12 +4,13 @@
 //!
 //! Invariant: neither report runs twice. A fault inside the report (a broken
 //! UART, a panic while formatting) exits at once with the same status
-//! instead of recursing forever.
+//! instead of recursing forever; a nested exception says so through
+//! semihosting rather than the UART.
 
 use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use smarm_arch::aarch64_bare::{exception_class, vector_name};
+use smarm_arch::aarch64_bare::{exception_class, semihosting_write0, vector_name};
 use smarm_platform::bare::Board;
 
 use crate::board;
@@ -33,7 +34,11 @@ fn first_report() -> bool {
 /// SErrors).
 #[no_mangle]
 pub extern "C" fn smarm_bare_exception(kind: u64, esr: u64, far: u64, elr: u64) -> ! {
-    if first_report() {
+    if !first_report() {
+        // The UART or the formatting may be what faulted: say it through
+        // the debugger channel instead.
+        semihosting_write0(c"exception while reporting an earlier fault or panic\n");
+    } else {
         let class = exception_class(esr);
         crate::println!("exception: {} (vector {kind})", vector_name(kind));
         crate::println!("  class {class:#04x} ({})", describe_class(class));

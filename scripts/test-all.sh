@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs every test smarm has, on a fresh machine as on a developer's:
+#   1. installs what is missing (rustup targets and components, Debian packages);
+#   2. host tests (unit, integration, doc) for the whole workspace;
+#   3. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
+#   4. the aarch64 suite under qemu-aarch64 (user mode);
+#   5. the loom models (LOOM_MAX_PREEMPTIONS=2);
+#   6. the bare-metal image booted under qemu-system-aarch64;
+#   7. the benchmarks in quick mode (they compile and run once; speed is not asserted).
+# Usage: scripts/test-all.sh            (everything)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "install: rustup targets and Debian packages (only what is missing)"
+need_targets=()
+for t in aarch64-unknown-linux-gnu aarch64-unknown-none; do
+  rustup target list --installed | grep -qx "$t" || need_targets+=("$t")
+done
+[ ${#need_targets[@]} -eq 0 ] || rustup target add "${need_targets[@]}"
+rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed | grep -q '^clippy' || rustup component add clippy
+need_pkgs=()
+for p in qemu-user-static qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_pkgs[@]}"
+fi
+
+step "format"
+cargo fmt --all --check
+
+step "host tests (x86_64)"
+cargo test --workspace --exclude smarm-benches
+
+step "clippy (warnings are errors)"
+cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
+
+step "no_std builds"
+for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu aarch64-unknown-none; do
+  cargo build -p smarm-arch -p smarm-platform -p smarm-core --target "$t"
+done
+cargo build -p smarm-core --target aarch64-unknown-none --no-default-features --features rq-striped
+cargo build -p smarm-core --target aarch64-unknown-none --no-default-features --features rq-mutex
+
+step "wake-ring variants (host)"
+cargo test -p smarm-core --no-default-features --features rq-striped
+cargo test -p smarm-core --no-default-features --features rq-mutex
+
+step "aarch64 suite under qemu-aarch64"
+qemu/test-aarch64.sh
+
+step "loom models"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
+  timeout 900 cargo test -p smarm-core --release --lib
+
+step "bare-metal image under qemu-system-aarch64"
+qemu/run-bare.sh
+
+step "benchmarks (quick mode: they build and run once)"
+benches/run.sh --quick
+
+printf '\nall checks passed\n'
