@@ -106,13 +106,13 @@ const PAIR_OFFSET_MAX: usize = 504;
 /// True when `second` directly follows `first`, so one `stp` / `ldp` at
 /// `first` covers both, and the offset is encodable.
 const fn is_pair(first: usize, second: usize) -> bool {
-    second == first + WORD && first % WORD == 0 && first <= PAIR_OFFSET_MAX
+    second == first + WORD && first.is_multiple_of(WORD) && first <= PAIR_OFFSET_MAX
 }
 
 const _: () = {
     assert!(size_of::<usize>() == WORD);
     // sp must stay 16-aligned, both inside the switch and after the restore.
-    assert!(FRAME_SIZE % STACK_ALIGNMENT == 0);
+    assert!(FRAME_SIZE.is_multiple_of(STACK_ALIGNMENT));
     // `sub sp, sp, #FRAME_SIZE` takes a 12-bit immediate.
     assert!(FRAME_SIZE < 4096);
     assert!(is_pair(offset_of!(SwitchFrame, x19), offset_of!(SwitchFrame, x20)));
@@ -126,7 +126,7 @@ const _: () = {
     assert!(is_pair(offset_of!(SwitchFrame, d12), offset_of!(SwitchFrame, d13)));
     assert!(is_pair(offset_of!(SwitchFrame, d14), offset_of!(SwitchFrame, d15)));
     // `ldr` / `str` of the context's sp: unsigned, 8-scaled 12-bit offset.
-    assert!(offset_of!(Context, sp) % WORD == 0);
+    assert!(offset_of!(Context, sp).is_multiple_of(WORD));
 };
 
 /// The switch proper.
@@ -236,7 +236,7 @@ unsafe impl Arch for Aarch64 {
     const STACK_ALIGN: usize = STACK_ALIGNMENT;
 
     unsafe fn init_context(stack_top: *mut u8, entry: EntryFn, arg: usize) -> Context {
-        debug_assert!(stack_top as usize % STACK_ALIGNMENT == 0, "stack_top must be 16-aligned");
+        debug_assert!((stack_top as usize).is_multiple_of(STACK_ALIGNMENT), "stack_top must be 16-aligned");
         let frame = SwitchFrame {
             x19: entry as usize,
             x20: arg,

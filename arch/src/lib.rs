@@ -27,7 +27,8 @@ pub type EntryFn = unsafe extern "C" fn(arg: usize) -> !;
 #[derive(Debug, Default)]
 #[repr(C)]
 pub struct Context {
-    /// Saved stack pointer; 0 while the context is running or was never saved.
+    /// Saved stack pointer; 0 if the context was never saved. Not cleared
+    /// when the context is resumed: while it runs, the value is stale.
     pub sp: usize,
 }
 

@@ -55,7 +55,8 @@
 //!  sp + 32  r12
 //!  sp + 40  rbx
 //!  sp + 48  rbp
-//!  sp + 56  return address  (pushed by `call context_switch`, or the trampoline)
+//!  sp + 56  return address  (pushed by `call context_switch`; in a fresh
+//!                            frame, the trampoline's address)
 //! ```
 //!
 //! `context_switch` is entered by `call`, so rsp ≡ 8 (mod 16) at its first
@@ -124,10 +125,10 @@ const _: () = {
     assert!(FRAME_SIZE == SAVE_AREA_SIZE + size_of::<usize>());
     // `switch` starts at rsp ≡ 8 (mod 16); after reserving the save area the
     // saved sp is 16-aligned.
-    assert!((SAVE_AREA_SIZE + size_of::<usize>()) % STACK_ALIGNMENT == 0);
+    assert!((SAVE_AREA_SIZE + size_of::<usize>()).is_multiple_of(STACK_ALIGNMENT));
     // A fresh frame sits at `stack_top - FRAME_SIZE`, which must be a valid
     // (16-aligned) sp, and the `ret` leaves rsp = stack_top.
-    assert!(FRAME_SIZE % STACK_ALIGNMENT == 0);
+    assert!(FRAME_SIZE.is_multiple_of(STACK_ALIGNMENT));
     // The control-word slot must fit the 4-byte `stmxcsr` / 2-byte `fnstcw`
     // stores without touching the GPR slots.
     assert!(offset_of!(SwitchFrame, mxcsr) + size_of::<u32>() <= offset_of!(SwitchFrame, x87_control_word));
@@ -264,7 +265,7 @@ unsafe impl Arch for X86_64 {
     const STACK_ALIGN: usize = STACK_ALIGNMENT;
 
     unsafe fn init_context(stack_top: *mut u8, entry: EntryFn, arg: usize) -> Context {
-        debug_assert!(stack_top as usize % STACK_ALIGNMENT == 0, "stack_top must be 16-aligned");
+        debug_assert!((stack_top as usize).is_multiple_of(STACK_ALIGNMENT), "stack_top must be 16-aligned");
         let frame = SwitchFrame {
             mxcsr: MXCSR_DEFAULT,
             x87_control_word: X87_CONTROL_WORD_DEFAULT,

@@ -28,14 +28,17 @@ extern crate alloc;
 #[cfg(any(test, loom))]
 extern crate std;
 
+pub mod channel;
 pub mod config;
 pub mod error;
 pub mod host;
 pub mod lock;
+pub mod mutex;
 pub mod pid;
 pub mod process;
 pub mod ring;
 pub mod runtime;
+pub mod select;
 pub mod single;
 pub mod state;
 pub(crate) mod sync;

@@ -344,7 +344,7 @@ impl Shared {
         }
         slot.cold.lock().handle = true;
         slot.worker.store(worker, Ordering::Relaxed);
-        self.platform.tag_stack(stack_of(slot), Pid::from_parts(index, generation).to_bits());
+        self.platform.set_stack_tag(stack_of(slot), Pid::from_parts(index, generation).to_bits());
         // Release (inside claim) publishes body, worker and cold to the
         // worker that pops the index.
         let claimed = slot.state.claim(generation);

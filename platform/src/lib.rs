@@ -2,7 +2,7 @@
 //!
 //! A port of smarm to a new OS or board implements [`Platform`] and passes
 //! the conformance kit in [`conformance`]. Two backends ship here:
-//! [`linux`] (feature `linux`: libc clock, mmap'd stacks with guard pages,
+//! `linux` (feature `linux`: libc clock, mmap'd stacks with guard pages,
 //! futex parking, epoll readiness) and [`bare`] (polling, over a small
 //! [`bare::Board`] trait a bare-metal image supplies).
 //!
@@ -253,13 +253,6 @@ pub trait Platform: Send + Sync + 'static {
     /// process running on it, and 0 ("unknown") when the stack goes back to
     /// a pool. Default: does nothing (backends without overflow reports).
     fn set_stack_tag(&self, stack: &Stack, tag: u64) {
-        let _ = (stack, tag);
-    }
-
-    /// Labels a stack with the id of the process about to run on it, so an
-    /// overflow report can name the process (`tag` = `(generation << 32) |
-    /// index`; 0 = unknown). Default: does nothing.
-    fn tag_stack(&self, stack: &Stack, tag: u64) {
         let _ = (stack, tag);
     }
 

@@ -528,3 +528,27 @@ fn sizes_round_up_to_pages() {
     // SAFETY: ours, dead.
     unsafe { platform.free_stack(stack) };
 }
+
+#[test]
+fn a_leaked_alt_stack_stays_installed() {
+    let _serial = serial();
+    std::thread::spawn(|| {
+        // SAFETY: all-zero is a valid stack_t to be overwritten.
+        let mut disabled: libc::stack_t = unsafe { std::mem::zeroed() };
+        disabled.ss_flags = libc::SS_DISABLE;
+        // SAFETY: disabling the (std-provided) alternate stack of this
+        // thread, which no handler is running on.
+        assert_eq!(unsafe { libc::sigaltstack(&disabled, std::ptr::null_mut()) }, 0);
+        let alt = ensure_alt_stack().unwrap();
+        assert!(alt.installed_here());
+        alt.leak();
+        // SAFETY: all-zero is a valid stack_t to be overwritten.
+        let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: query only.
+        assert_eq!(unsafe { libc::sigaltstack(std::ptr::null(), &mut current) }, 0);
+        assert_eq!(current.ss_flags & libc::SS_DISABLE, 0);
+        assert!(current.ss_size >= 8 * 1024);
+    })
+    .join()
+    .unwrap();
+}

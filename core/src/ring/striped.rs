@@ -103,7 +103,7 @@ impl<T> StripedRing<T> {
             }
             // Acquire: as above, for the next scan if there is one.
             let popped_after = self.popped.load(Ordering::Acquire);
-            if true || popped_after == popped_before {
+            if popped_after == popped_before {
                 return Err(value);
             }
             // A consumer completed a pop while we scanned: room may have

@@ -341,8 +341,10 @@ const ALT_STACK_SIZE: usize = 64 * 1024;
 /// [`ensure_alt_stack`]. If this handle made the stack, dropping it (on the
 /// same thread: the handle is not `Send`) puts the previous one back and
 /// unmaps ours; if the thread already had a suitable stack, dropping does
-/// nothing.
+/// nothing. Bind it (`let _alt = …`, not `let _ = …`) or [`AltStack::leak`]
+/// it: dropping it at once takes the stack away again.
 #[derive(Debug)]
+#[must_use = "dropping the handle removes the alternate stack it installed"]
 pub struct AltStack {
     /// Our mapping (guard page included): start and length.
     mapping: Option<(usize, usize)>,
@@ -355,6 +357,13 @@ impl AltStack {
     /// a suitable one in place).
     pub fn installed_here(&self) -> bool {
         self.mapping.is_some()
+    }
+
+    /// Keeps the alternate stack for the rest of the thread's life. Its
+    /// memory (64 KiB of address space, committed only where a handler ran)
+    /// is not reclaimed when the thread exits.
+    pub fn leak(self) {
+        core::mem::forget(self);
     }
 }
 

@@ -1,0 +1,234 @@
+//! An actor-level mutex: contention parks the process, not the thread.
+//!
+//! Hand-off is FIFO: unlocking with waiters queued gives the lock directly
+//! to the first one (the lock stays held across the hand-off, so nobody can
+//! barge in). `lock_timeout` resolves the race between its timer and a
+//! grant grant-first: a waiter that wakes to find itself granted owns the
+//! lock, even if its deadline has passed — a grant that lands is never lost.
+//! A waiter stopped while parked removes itself, or passes on a grant it
+//! received, as it unwinds.
+
+use alloc::collections::VecDeque;
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::ops::{Deref, DerefMut};
+use core::time::Duration;
+
+use crate::lock::RuntimeMutex;
+use crate::pid::Pid;
+use crate::process::{self, Waker};
+use crate::time::Instant;
+
+struct LockState {
+    locked: bool,
+    waiters: VecDeque<Waker>,
+    /// The waiter the lock was handed to, not yet collected by it.
+    granted: Option<(Pid, u32)>,
+}
+
+/// A mutual-exclusion lock for processes.
+pub struct Mutex<T: ?Sized> {
+    state: RuntimeMutex<LockState>,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a guard, and `state` admits one
+// guard at a time; `T: Send` because the guard may be taken in any process
+// on any thread.
+unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
+// SAFETY: owning the mutex is owning the `T`.
+unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
+
+impl<T: ?Sized> fmt::Debug for Mutex<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mutex").finish_non_exhaustive()
+    }
+}
+
+/// `lock_timeout` gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockError {
+    /// The deadline passed without a grant.
+    Timeout,
+    /// Called outside a process, where it cannot park.
+    NotInProcess,
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::Timeout => f.write_str("timed out waiting for the mutex"),
+            LockError::NotInProcess => f.write_str("lock_timeout called outside a process"),
+        }
+    }
+}
+impl core::error::Error for LockError {}
+
+/// Exclusive access to a [`Mutex`]'s value; unlocks (handing off FIFO) on
+/// drop. Never hold it across a long wait: it parks others.
+pub struct MutexGuard<'a, T: ?Sized> {
+    mutex: &'a Mutex<T>,
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T> Mutex<T> {
+    /// An unlocked mutex.
+    pub fn new(value: T) -> Self {
+        Mutex {
+            state: RuntimeMutex::channel(LockState { locked: false, waiters: VecDeque::new(), granted: None }),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// The value, consuming the mutex.
+    pub fn into_inner(self) -> T {
+        self.value.into_inner()
+    }
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// Takes the lock if it is free.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        let mut st = self.state.lock();
+        if st.locked {
+            None
+        } else {
+            st.locked = true;
+            Some(MutexGuard { mutex: self })
+        }
+    }
+
+    /// Takes the lock, parking the process while another holds it. Outside
+    /// a process it spins.
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        loop {
+            match self.lock_until(None) {
+                Ok(guard) => return guard,
+                Err(LockError::NotInProcess) => {
+                    if let Some(guard) = self.try_lock() {
+                        return guard;
+                    }
+                    use smarm_arch::Arch;
+                    smarm_arch::Native::spin_hint();
+                }
+                Err(LockError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Takes the lock, giving up after `timeout`.
+    pub fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard<'_, T>, LockError> {
+        if let Some(guard) = self.try_lock() {
+            return Ok(guard);
+        }
+        let now = process::now().ok_or(LockError::NotInProcess)?;
+        self.lock_until(Some(now + timeout))
+    }
+
+    fn lock_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, T>, LockError> {
+        if let Some(guard) = self.try_lock() {
+            return Ok(guard);
+        }
+        loop {
+            let waker = process::begin_wait().map_err(|_| LockError::NotInProcess)?;
+            let me = (waker.pid(), waker.epoch());
+            if let Some(deadline) = deadline {
+                let _ = process::wake_at(&waker, deadline);
+            }
+            {
+                let mut st = self.state.lock();
+                if !st.locked {
+                    st.locked = true;
+                    drop(st);
+                    process::retire_wait();
+                    return Ok(MutexGuard { mutex: self });
+                }
+                st.waiters.push_back(waker);
+            }
+            let cancel = CancelOnUnwind { mutex: self, me, armed: true };
+            process::park();
+            let mut cancel = cancel;
+            cancel.armed = false;
+            let mut st = self.state.lock();
+            if st.granted == Some(me) {
+                // Grant first: it landed, so it is ours, deadline or not.
+                st.granted = None;
+                return Ok(MutexGuard { mutex: self });
+            }
+            // Not granted: the timer woke us. Leave the queue.
+            st.waiters.retain(|w| (w.pid(), w.epoch()) != me);
+            drop(st);
+            if let Some(deadline) = deadline {
+                if process::now().is_some_and(|now| now >= deadline) {
+                    return Err(LockError::Timeout);
+                }
+            }
+        }
+    }
+
+    /// Releases the lock: hands it to the first waiter, or frees it.
+    fn unlock(&self) {
+        let mut st = self.state.lock();
+        if let Some(next) = st.waiters.pop_front() {
+            st.granted = Some((next.pid(), next.epoch()));
+            drop(st);
+            // If the wake is stale (its timer already woke it), the waiter
+            // still finds the grant when it re-checks under the lock.
+            next.wake();
+        } else {
+            st.locked = false;
+        }
+    }
+}
+
+/// Cleans up a waiter that unwinds (stop) out of its park.
+struct CancelOnUnwind<'a, T: ?Sized> {
+    mutex: &'a Mutex<T>,
+    me: (Pid, u32),
+    armed: bool,
+}
+
+impl<T: ?Sized> Drop for CancelOnUnwind<'_, T> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut st = self.mutex.state.lock();
+        if st.granted == Some(self.me) {
+            // We were handed the lock as we were stopped: pass it on.
+            st.granted = None;
+            drop(st);
+            self.mutex.unlock();
+        } else {
+            let me = self.me;
+            st.waiters.retain(|w| (w.pid(), w.epoch()) != me);
+        }
+    }
+}
+
+impl<T: ?Sized> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard exists only while the mutex is held by its
+        // owner, so no other reference to the value exists.
+        unsafe { &*self.mutex.value.get() }
+    }
+}
+
+impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference.
+        unsafe { &mut *self.mutex.value.get() }
+    }
+}
+
+impl<T: ?Sized> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        self.mutex.unlock();
+    }
+}
