@@ -33,9 +33,11 @@ pub mod config;
 pub mod error;
 pub mod host;
 pub mod lock;
+pub mod monitor;
 pub mod mutex;
 pub mod pid;
 pub mod process;
+pub mod registry;
 pub mod ring;
 pub mod runtime;
 pub mod select;
@@ -47,7 +49,15 @@ pub mod time;
 pub mod timer;
 pub mod worker;
 
+pub use channel::{
+    bounded, channel, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender, TryRecvError,
+    TrySendError,
+};
 pub use config::{Config, ConfigError};
+pub use monitor::{demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId};
+pub use mutex::{LockError, Mutex, MutexGuard};
+pub use registry::{name_of, register, unregister, whereis, RegisterError};
+pub use select::{select, select_timeout};
 pub use error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use host::{HostHooks, Outcome};
 pub use pid::Pid;

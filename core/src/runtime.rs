@@ -24,7 +24,10 @@ use smarm_platform::{ParkToken, Platform, Stack};
 use crate::config::{Config, ConfigError};
 use crate::error::{JoinError, NoProc, SpawnError};
 use crate::host::{self, HostHooks, Outcome};
+use crate::channel::Sender;
 use crate::lock::RuntimeMutex;
+use crate::monitor::{DownReason, ExitSignal, LinkAction};
+use crate::registry::Registry;
 use crate::pid::Pid;
 use crate::process;
 use crate::ring::{MutexRing, Ring, WakeRing};
@@ -67,10 +70,16 @@ pub(crate) struct Cold {
     /// Death hooks run at finalize, after the stack is recycled and before
     /// joiners are woken (monitors, links).
     pub(crate) on_death: Vec<DeathHook>,
+    /// Linked processes (both sides record the link).
+    pub(crate) links: Vec<Pid>,
+    /// Where exit signals go while the process traps exits.
+    pub(crate) trap: Option<Sender<ExitSignal>>,
+    /// Why the process was stopped, when a link stopped it.
+    pub(crate) stop_cause: Option<(Pid, DownReason)>,
 }
 
 /// A notification run once when a process dies, with its pid and outcome.
-pub(crate) type DeathHook = Box<dyn FnOnce(Pid, &Outcome) + Send>;
+pub(crate) type DeathHook = Box<dyn FnOnce(Pid, &DownReason) + Send>;
 
 /// One process slot.
 pub(crate) struct Slot {
@@ -172,6 +181,9 @@ pub(crate) struct Shared {
     rr: AtomicUsize,
     /// `config.timeslice` in `Arch::timestamp` ticks.
     pub(crate) timeslice_ticks: u64,
+    next_monitor: crate::sync::AtomicU64,
+    /// Registered names (a leaf lock).
+    pub(crate) registry: RuntimeMutex<Registry>,
 }
 
 impl fmt::Debug for Shared {
@@ -267,6 +279,8 @@ impl RuntimeParts {
             external: AtomicUsize::new(0),
             rr: AtomicUsize::new(0),
             timeslice_ticks,
+            next_monitor: crate::sync::AtomicU64::new(1),
+            registry: RuntimeMutex::leaf(Registry::default()),
         });
         let workers = (0..shared.workers.len()).map(|id| Worker::new(id, shared.clone())).collect();
         Ok(RuntimeParts { runtime: Runtime { shared }, workers })
@@ -440,12 +454,17 @@ impl Shared {
 
     /// Sets the stop flag of `pid` and wakes it: the one wildcard wake.
     pub(crate) fn request_stop(&self, pid: Pid) -> Result<(), NoProc> {
+        self.request_stop_because(pid, None)
+    }
+
+    /// `request_stop`, recording why (a link) for the process's monitors.
+    fn request_stop_because(&self, pid: Pid, cause: Option<(Pid, DownReason)>) -> Result<(), NoProc> {
         let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
         {
             // Under the slot lock, so a concurrent reclaim (which resets the
             // flag and moves the generation on under the same lock) cannot
             // let the flag leak into the slot's next process.
-            let cold = slot.cold.lock();
+            let mut cold = slot.cold.lock();
             let snap = slot.state.snapshot();
             if snap.generation() != pid.generation()
                 || matches!(snap.state(), State::Vacant | State::Done)
@@ -453,10 +472,84 @@ impl Shared {
             {
                 return Err(NoProc(pid));
             }
+            if cold.stop_cause.is_none() && slot.stop.load(Ordering::Acquire) == STOP_NONE {
+                cold.stop_cause = cause;
+            }
             let _ = slot.stop.compare_exchange(STOP_NONE, STOP_REQUESTED, Ordering::AcqRel, Ordering::Acquire);
         }
         self.unpark_for_stop(pid);
         Ok(())
+    }
+
+    pub(crate) fn next_monitor_id(&self) -> u64 {
+        self.next_monitor.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Runs `f` on the cold state of a live `pid` (`Err` if it is dead).
+    fn with_live_cold<R>(&self, pid: Pid, f: impl FnOnce(&mut Cold) -> R) -> Result<R, NoProc> {
+        let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
+        let mut cold = slot.cold.lock();
+        let snap = slot.state.snapshot();
+        if snap.generation() != pid.generation() || snap.state() == State::Vacant || cold.outcome.is_some() {
+            return Err(NoProc(pid));
+        }
+        Ok(f(&mut cold))
+    }
+
+    /// Links `a` and `b` (both sides record it; one leaf lock at a time).
+    pub(crate) fn link(&self, a: Pid, b: Pid) -> Result<(), NoProc> {
+        if a == b {
+            return self.with_live_cold(a, |_| ());
+        }
+        self.with_live_cold(a, |cold| {
+            if !cold.links.contains(&b) {
+                cold.links.push(b);
+            }
+        })?;
+        let linked = self.with_live_cold(b, |cold| {
+            if !cold.links.contains(&a) {
+                cold.links.push(a);
+            }
+        });
+        if linked.is_err() {
+            // `b` is dead: undo our side; its finalize never saw us.
+            let _ = self.with_live_cold(a, |cold| cold.links.retain(|p| *p != b));
+        }
+        linked
+    }
+
+    /// Removes the link between `a` and `b` on both sides.
+    pub(crate) fn unlink(&self, a: Pid, b: Pid) {
+        let _ = self.with_live_cold(a, |cold| cold.links.retain(|p| *p != b));
+        let _ = self.with_live_cold(b, |cold| cold.links.retain(|p| *p != a));
+    }
+
+    /// Installs the trap-exit sender of a live process.
+    pub(crate) fn set_trap(&self, pid: Pid, tx: Sender<ExitSignal>) -> Result<(), NoProc> {
+        self.with_live_cold(pid, |cold| cold.trap = Some(tx))
+    }
+
+    /// Tells linked `peer` that `dead` died with `reason`.
+    fn propagate_exit(&self, peer: Pid, dead: Pid, reason: &DownReason) {
+        let action = self
+            .with_live_cold(peer, |cold| {
+                cold.links.retain(|p| *p != dead);
+                match (&cold.trap, reason.is_abnormal()) {
+                    (_, false) => LinkAction::Nothing,
+                    (Some(tx), true) => LinkAction::Signal(tx.clone()),
+                    (None, true) => LinkAction::Stop,
+                }
+            })
+            .unwrap_or(LinkAction::Nothing);
+        match action {
+            LinkAction::Nothing => {}
+            LinkAction::Signal(tx) => {
+                let _ = tx.send(ExitSignal { from: dead, reason: reason.clone() });
+            }
+            LinkAction::Stop => {
+                let _ = self.request_stop_because(peer, Some((dead, reason.clone())));
+            }
+        }
     }
 
     /// Runs the finalize sequence for a process that has switched out for
@@ -471,15 +564,27 @@ impl Shared {
             self.platform_trim(&stack);
             self.recycle_stack(stack);
         }
-        let (outcome, hooks, joiners) = {
+        let (reason, hooks, joiners, links, trap) = {
             let mut cold = slot.cold.lock();
             // The outcome was set (under this lock) by the exiting process;
-            // from then on no death hook or joiner can be added.
+            // from then on no death hook, joiner or link can be added.
             let outcome = cold.outcome.clone().unwrap_or(Outcome::Normal);
-            (outcome, core::mem::take(&mut cold.on_death), core::mem::take(&mut cold.joiners))
+            let reason = DownReason::from_outcome(&outcome, cold.stop_cause.as_ref());
+            (
+                reason,
+                core::mem::take(&mut cold.on_death),
+                core::mem::take(&mut cold.joiners),
+                core::mem::take(&mut cold.links),
+                cold.trap.take(),
+            )
         };
+        // Outside the slot lock: dropping a sender may take a channel lock.
+        drop(trap);
         for hook in hooks {
-            hook(pid, &outcome);
+            hook(pid, &reason);
+        }
+        for peer in links {
+            self.propagate_exit(peer, pid, &reason);
         }
         for (joiner, epoch) in joiners {
             self.unpark_at(joiner, epoch);
@@ -683,10 +788,6 @@ impl Runtime {
 
     /// Capacity of the slab.
     pub fn max_actors(&self) -> usize {
-        self.shared.slots.len()
-    }
-
-    pub(crate) fn slot_count(&self) -> usize {
         self.shared.slots.len()
     }
 }

@@ -84,10 +84,6 @@ impl Timers {
     pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.heap.clear();
-    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,8 @@ pub(crate) struct WorkerStats {
     exited: AtomicU64,
     ready: AtomicU64,
     parked: AtomicU64,
+    timers_fired: AtomicU64,
+    timeouts_fired: AtomicU64,
 }
 
 /// A worker's statistics as of its last completed pass.
@@ -62,6 +64,10 @@ pub struct StatsSnapshot {
     /// Live processes that are neither ready nor running (parked, or woken
     /// and in flight through a ring).
     pub parked: u64,
+    /// Timers fired by this worker (sleeps and wait deadlines, stale or not).
+    pub timers_fired: u64,
+    /// Of those, wait deadlines (`recv_timeout`, `select_timeout`, …).
+    pub timeouts_fired: u64,
 }
 
 impl WorkerStats {
@@ -73,6 +79,8 @@ impl WorkerStats {
             exited: self.exited.load(Ordering::Relaxed),
             ready: self.ready.load(Ordering::Relaxed),
             parked: self.parked.load(Ordering::Relaxed),
+            timers_fired: self.timers_fired.load(Ordering::Relaxed),
+            timeouts_fired: self.timeouts_fired.load(Ordering::Relaxed),
         }
     }
 }
@@ -233,6 +241,13 @@ unsafe fn pass(core: *mut WorkerCore) -> bool {
         // which may push onto our ready queue.
         while let Some(entry) = unsafe { (*core).timers.pop_due(now) } {
             shared.unpark_at(entry.pid, entry.epoch);
+            // SAFETY: as above.
+            unsafe {
+                (*core).stats.timers_fired += 1;
+                if entry.reason == crate::timer::TimerReason::WaitTimeout {
+                    (*core).stats.timeouts_fired += 1;
+                }
+            }
             did = true;
         }
     }
@@ -269,6 +284,8 @@ unsafe fn pass(core: *mut WorkerCore) -> bool {
         s.exited.store(local.exited, Ordering::Relaxed);
         s.ready.store(local.ready, Ordering::Relaxed);
         s.parked.store(local.parked, Ordering::Relaxed);
+        s.timers_fired.store(local.timers_fired, Ordering::Relaxed);
+        s.timeouts_fired.store(local.timeouts_fired, Ordering::Relaxed);
     }
     did
 }

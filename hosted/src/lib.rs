@@ -19,13 +19,21 @@
 
 mod host;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use host::StopSentinel;
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
     spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, Instant, JoinError,
     JoinHandle, NoProc, NotInProcess, Outcome, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
+};
+/// Process primitives: channels, select, the actor mutex, monitors, links
+/// and the registry (re-exported from `smarm-core`).
+pub use smarm_core::{
+    bounded, channel, demonitor, link, monitor, name_of, register, select, select_timeout, trap_exit, unlink,
+    unregister, whereis, Down, DownReason, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard,
+    Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError,
+    TrySendError,
 };
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
 use smarm_platform::linux::LinuxPlatform;
@@ -109,7 +117,7 @@ where
 {
     let parts = build_parts(config, Drivers::Single)?;
     let mut single = SingleThreadRuntime::new(parts);
-    let result = Arc::new(Mutex::new(None));
+    let result = Arc::new(std::sync::Mutex::new(None));
     let slot = result.clone();
     let handle = single
         .runtime()

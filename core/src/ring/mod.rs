@@ -305,6 +305,13 @@ pub(crate) mod contract {
 }
 
 /// Pieces shared by the loom models of every ring.
+///
+/// A model may have only one thread at a time in a retry loop (a consumer
+/// polling an empty ring, or a producer retrying a full one). Loom explores
+/// every schedule after a `yield_now`, so two threads yielding in turn while
+/// a third sits between claim and publish is an infinite schedule to it —
+/// the very stall the module docs warn about, which preemption-free callers
+/// do not have.
 #[cfg(all(test, loom))]
 pub(crate) mod loom_contract {
     use super::Ring;

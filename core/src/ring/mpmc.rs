@@ -32,6 +32,14 @@
 //! module argument in [`super`] requires. With several consumers the
 //! consumer of `p - C` may be the only one still busy, so the bound is not
 //! exact; wake rings have one consumer.
+//!
+//! The bound also needs `tail` to carry memory: a producer that sees `tail`
+//! at `p` must see every cell release that happened before the push that
+//! moved it there, or it could report "full" on a stale view of a cell that
+//! was freed before `tail` even reached `p`. Hence Release/Acquire on
+//! `tail` (and, mirrored, on `head`) although data safety needs them only on
+//! the sequence numbers; loom's `mpmc_requeue_never_overflows` fails with
+//! Relaxed there.
 
 use super::{CachePadded, Ring};
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};

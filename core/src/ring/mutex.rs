@@ -134,33 +134,48 @@ mod tests {
 
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use super::super::loom_contract::{pop_count, push_until_accepted};
+    use super::super::loom_contract::pop_count;
     use super::*;
     use alloc::vec::Vec;
     use loom::sync::Arc;
     use loom::thread;
 
-    // Each model keeps the spin lock to two contenders: loom explores every
-    // schedule after a yield, and with two threads spinning (yielding) on
-    // the lock at once it can keep choosing them over the holder forever.
+    // These models have two threads and no retry loops, because loom cannot
+    // finish a model of `SpinLock` otherwise. Its waiting loop reads `locked`
+    // with Relaxed and yields; loom lets each read return any store not
+    // older than the last one seen, so a waiter racing a thread that locks
+    // and unlocks in a loop (a consumer polling an empty ring) can read a
+    // fresh `true` forever, and with three contenders loom can keep
+    // scheduling the two waiters instead of the holder. Neither is a bug on
+    // hardware; both make the model infinite.
 
-    /// A producer pushes three values through a one-value ring while the
-    /// consumer pops them: every push after the first meets a full ring or
-    /// a held lock at some schedule. FIFO holds.
+    /// A producer pushes twice into a one-value ring while the consumer pops
+    /// once. The first push always fits; the second fits exactly when the
+    /// pop took the first value. Nothing is lost, and order is FIFO.
     #[test]
     fn mutex_push_pop_race() {
         loom::model(|| {
             let ring = Arc::new(MutexRing::new(1));
             let producer = {
                 let ring = ring.clone();
-                thread::spawn(move || {
-                    for value in 0..3 {
-                        push_until_accepted(&*ring, value);
-                    }
-                })
+                thread::spawn(move || [ring.push(1), ring.push(2)])
             };
-            assert_eq!(pop_count(&*ring, 3), [0, 1, 2]);
-            producer.join().expect("producer panicked");
+            let popped = ring.pop();
+            let [first, second] = producer.join().expect("producer panicked");
+            assert_eq!(first, Ok(()));
+            let accepted: Vec<usize> = match second {
+                Ok(()) => {
+                    assert_eq!(popped, Some(1), "the second push fit, so the pop made room");
+                    [1, 2].into()
+                }
+                Err(back) => {
+                    assert_eq!(back, 2);
+                    [1].into()
+                }
+            };
+            let mut got: Vec<usize> = popped.into_iter().collect();
+            got.extend(pop_count(&*ring, accepted.len() - got.len()));
+            assert_eq!(got, accepted);
             assert_eq!(ring.pop(), None);
         });
     }
@@ -177,7 +192,8 @@ mod loom_tests {
                 thread::spawn(move || ring.push(value))
             };
             let (first, second) = (spawn_push(1), spawn_push(2));
-            let results = [first.join().expect("producer panicked"), second.join().expect("producer panicked")];
+            let results =
+                [first.join().expect("producer panicked"), second.join().expect("producer panicked")];
             let refused: Vec<usize> = results.iter().filter_map(|result| result.err()).collect();
             assert_eq!(refused.len(), 1, "exactly one push is refused: {results:?}");
             let mut got = pop_count(&*ring, 2);

@@ -73,7 +73,10 @@ impl<T> StripedRing<T> {
             popped: CachePadded(AtomicUsize::new(0)),
             stripes: stripes.into_boxed_slice(),
         };
-        assert!(ring.stripes[0].capacity().checked_mul(STRIPES).is_some(), "StripedRing capacity overflows usize");
+        assert!(
+            ring.stripes[0].capacity().checked_mul(STRIPES).is_some(),
+            "StripedRing capacity overflows usize"
+        );
         ring
     }
 
