@@ -1,5 +1,6 @@
 //! Bare-metal AArch64 boot: the reset entry, the exception vectors and the
-//! few instructions a board needs (semihosting, WFE / SEV).
+//! few instructions a board needs (semihosting, WFE / SEV / WFI, the virtual
+//! timer).
 //!
 //! Compiled only for `aarch64-unknown-none` with the `bare-boot` feature, and
 //! used by exactly one program: the bare image in `qemu/image/`. It lives here
@@ -488,4 +489,67 @@ pub fn send_event() {
     //          compiler (ordering between cores is the caller's atomics' job).
     // SAFETY: SEV only sets the event register of every core.
     unsafe { asm!("sev", options(nostack, preserves_flags)) }
+}
+
+/// Waits for an interrupt (WFI): returns once an interrupt is pending at the
+/// core, *even while `PSTATE.I` masks it* (the image runs with interrupts
+/// masked, so nothing is taken: the core just resumes after the WFI), or
+/// spuriously. Callers loop on a condition.
+///
+/// This is what an idle single core sleeps in: pair it with
+/// [`virtual_timer_arm`] and a GIC that forwards the virtual timer's PPI,
+/// and the core sleeps until the deadline. (QEMU's TCG implements WFE as a
+/// bare yield that never sleeps; WFI with a pending-interrupt source does
+/// halt the vCPU.)
+pub fn wait_for_interrupt() {
+    // INPUTS:  none.
+    // OUTPUTS: none.
+    // OPTIONS: nostack, preserves_flags; not nomem, for the same reason as
+    //          `wait_for_event`: the caller re-reads memory after the wait.
+    // SAFETY: WFI only pauses the core until an interrupt is pending; with
+    // interrupts masked none is taken, so no handler runs.
+    unsafe { asm!("wfi", options(nostack, preserves_flags)) }
+}
+
+/// `CNTV_CTL_EL0.ENABLE`: the virtual timer compares (with `IMASK` clear,
+/// its output line goes high once `CNTVCT_EL0 >= CNTV_CVAL_EL0`).
+const CNTV_CTL_ENABLE: u64 = 1 << 0;
+
+/// Arms the EL1 virtual timer to fire when the virtual counter
+/// (`CNTVCT_EL0`, the counter behind `Native::timestamp`) reaches
+/// `compare`: its interrupt output goes high from then until
+/// [`virtual_timer_disarm`]. The output is an interrupt *line*; it wakes a
+/// [`wait_for_interrupt`] only through an interrupt controller configured to
+/// forward it (the board's job).
+pub fn virtual_timer_arm(compare: u64) {
+    // INPUTS:  `compare` = the counter value to fire at; `enable` = the
+    //          control word (ENABLE set, IMASK clear).
+    // OUTPUTS: none (system registers only).
+    // OPTIONS: nomem (no memory is read or written), nostack,
+    //          preserves_flags. The `isb` makes the new compare value and
+    //          control take effect before any later WFI.
+    // SAFETY: the virtual timer registers are accessible at EL1 (and at EL0
+    // only if CNTKCTL_EL1 allows it, which is irrelevant here); writing them
+    // changes only the timer's output line, which the image uses for
+    // nothing but waking WFI (interrupts stay masked).
+    unsafe {
+        asm!(
+            "msr cntv_cval_el0, {compare}",
+            "msr cntv_ctl_el0, {enable}",
+            "isb",
+            compare = in(reg) compare,
+            enable = in(reg) CNTV_CTL_ENABLE,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Disarms the EL1 virtual timer: its interrupt output goes low.
+pub fn virtual_timer_disarm() {
+    // INPUTS:  none.
+    // OUTPUTS: none (system registers only).
+    // OPTIONS: nomem, nostack, preserves_flags; `isb` so the line is low
+    //          before the caller clears the interrupt's pending state.
+    // SAFETY: as in `virtual_timer_arm`: only the timer's output changes.
+    unsafe { asm!("msr cntv_ctl_el0, xzr", "isb", options(nomem, nostack, preserves_flags)) }
 }

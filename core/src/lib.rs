@@ -37,6 +37,8 @@ pub mod monitor;
 pub mod mutex;
 pub mod pid;
 pub mod process;
+#[cfg(all(test, loom))]
+mod protocol_models;
 pub mod registry;
 pub mod ring;
 pub mod runtime;

@@ -50,3 +50,21 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// The hooks every hosted runtime installs.
 pub(crate) static HOOKS: HostHooks = HostHooks { get_current, set_current, run_process, raise_stop };
+
+/// Installs (once per process image) a panic hook that names the process
+/// before the previous hook prints its usual report, whose "thread" line
+/// names only the worker's OS thread. Panics outside processes print as
+/// before; the stop sentinel never reaches any hook.
+pub(crate) fn install_panic_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if let Some(pid) = smarm_core::self_pid() {
+                let worker = smarm_core::current_worker().map_or(String::new(), |w| format!(" on worker {w}"));
+                eprintln!("smarm: process {pid}{worker} panicked:");
+            }
+            previous(info);
+        }));
+    });
+}

@@ -82,6 +82,10 @@ pub trait Ring<T: Send>: Send + Sync {
 
     /// Appends `value`, or gives it back as `Err(value)` when the ring is
     /// full. Never blocks.
+    ///
+    /// # Errors
+    ///
+    /// `Err(value)` when the ring is full; the caller keeps the value.
     fn push(&self, value: T) -> Result<(), T>;
 
     /// Removes a value, or `None` when the ring is empty or the next value's

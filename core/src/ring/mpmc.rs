@@ -84,6 +84,7 @@ impl<T> MpmcRing<T> {
     /// # Panics
     ///
     /// If the rounded capacity does not fit in `usize`.
+    #[must_use]
     pub fn new(capacity: usize) -> Self {
         let capacity =
             capacity.max(2).checked_next_power_of_two().expect("MpmcRing capacity overflows usize");
@@ -110,6 +111,10 @@ impl<T> MpmcRing<T> {
     /// Appends `value`, or hands it back when the cell at the tail is not
     /// yet free (the ring is full, or the consumer of that cell's previous
     /// round has not finished reading it).
+    ///
+    /// # Errors
+    ///
+    /// `Err(value)` gives the value back when there is no room.
     pub fn push(&self, value: T) -> Result<(), T> {
         // Acquire pairs with the Release of the CAS that wrote this `tail`:
         // every cell release that producer had seen, we see too. Data

@@ -23,6 +23,7 @@ pub struct MutexRing<T> {
 
 impl<T> MutexRing<T> {
     /// A ring holding exactly `capacity` values (no rounding).
+    #[must_use]
     pub fn new(capacity: usize) -> Self {
         MutexRing { queue: SpinLock::new(VecDeque::with_capacity(capacity)), capacity }
     }
@@ -34,6 +35,10 @@ impl<T> MutexRing<T> {
     }
 
     /// Appends `value`, or hands it back when the ring is full.
+    ///
+    /// # Errors
+    ///
+    /// `Err(value)` gives the value back when there is no room.
     pub fn push(&self, value: T) -> Result<(), T> {
         let mut queue = self.queue.lock();
         debug_assert!(queue.len() <= self.capacity);

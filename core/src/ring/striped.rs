@@ -64,6 +64,7 @@ impl<T> StripedRing<T> {
     /// # Panics
     ///
     /// If the rounded capacity does not fit in `usize`.
+    #[must_use]
     pub fn new(capacity: usize) -> Self {
         let per_stripe = capacity.div_ceil(STRIPES);
         let stripes: Vec<MpmcRing<T>> = (0..STRIPES).map(|_| MpmcRing::new(per_stripe)).collect();
@@ -88,6 +89,10 @@ impl<T> StripedRing<T> {
 
     /// Appends `value` to some stripe, or hands it back when the whole ring
     /// was full (see the module docs for what "was full" guarantees).
+    ///
+    /// # Errors
+    ///
+    /// `Err(value)` gives the value back when there is no room.
     pub fn push(&self, mut value: T) -> Result<(), T> {
         // Relaxed: the ticket only spreads pushes over stripes; nothing is
         // published through it.

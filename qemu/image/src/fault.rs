@@ -1,14 +1,32 @@
-//! The two ways the image ends badly: a CPU exception and a panic. Both print
-//! what they know on the console and exit through semihosting with a
+//! CPU exceptions and panics.
+//!
+//! A CPU exception, and a panic outside any process, end the image: they
+//! print what they know on the console and exit through semihosting with a
 //! non-zero status, so `qemu/run-bare.sh` fails.
 //!
-//! Invariant: neither report runs twice. A fault inside the report (a broken
-//! UART, a panic while formatting) exits at once with the same status
-//! instead of recursing forever; a nested exception says so through
-//! semihosting rather than the UART.
+//! A panic *inside* a process is that process's death, not the image's:
+//! there is no unwinding on bare metal, so the handler formats the message
+//! into a `String` (the one allocation a panic costs; acceptable here, and a
+//! panic while doing it is caught as a nested panic below) and abandons the
+//! process with `abandon_current(Outcome::Panicked(message))`. The core marks
+//! it `Done`, switches back to its worker and never resumes it; the worker
+//! finalizes it exactly as after a hosted `catch_unwind` (monitors get
+//! `DownReason::Panicked(message)`, links propagate, `join` returns
+//! `Err(Panicked)`), and the other processes carry on. Nothing on the
+//! abandoned stack is dropped.
+//!
+//! Invariant: no report runs twice. A fault inside a report (a broken UART,
+//! a panic while formatting) exits at once with the same status instead of
+//! recursing forever; a nested exception says so through semihosting rather
+//! than the UART. A panic while abandoning a process (while formatting its
+//! message, or inside the core's abandon path) is a nested panic and ends
+//! the image.
 
+use alloc::string::ToString;
 use core::panic::PanicInfo;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use smarm_core::Outcome;
 
 use smarm_arch::aarch64_bare::{exception_class, semihosting_write0, vector_name};
 use smarm_platform::bare::Board;
@@ -22,6 +40,14 @@ pub const PANIC_EXIT_STATUS: i32 = 101;
 
 /// Set by the first report; a second one exits without printing.
 static REPORTING: AtomicBool = AtomicBool::new(false);
+
+/// The pid (`Pid::to_bits`) of the last process the panic handler began to
+/// abandon; 0 for none (generations start at 1, so no pid has bits 0). A
+/// panic in a process whose pid is already here is nested — the abandon
+/// path itself panicked — and ends the image. Pids are never reused, so a
+/// later process's panic is never mistaken for a nested one, and the value
+/// needs no clearing after a successful abandon (which never returns here).
+static ABANDONING: AtomicU64 = AtomicU64::new(0);
 
 /// Returns whether this is the first report. AcqRel: orders nothing else,
 /// but makes the flag a plain one-shot latch on any memory model.
@@ -66,11 +92,24 @@ fn describe_class(class: u64) -> &'static str {
     }
 }
 
-/// Prints the panic and exits non-zero. This is the image-wide version; the
-/// scheduler's version (abandon the panicking process, carry on) comes with
-/// the scheduler scenarios.
+/// Abandons the panicking process (see the module doc); outside a process,
+/// or for a nested panic, prints the panic and exits non-zero.
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
+    if let Some(pid) = smarm_core::self_pid() {
+        // Relaxed: one core; the value only tells a nested panic apart.
+        if ABANDONING.swap(pid.to_bits(), Ordering::Relaxed) != pid.to_bits() {
+            let message = info.message().to_string();
+            match info.location() {
+                Some(at) => crate::println!("process {pid} panicked at {at}: {message} (abandoned)"),
+                None => crate::println!("process {pid} panicked: {message} (abandoned)"),
+            }
+            smarm_core::abandon_current(Outcome::Panicked(message));
+            // abandon_current returns only when no process is running,
+            // which `self_pid` just ruled out: fall through to the fatal
+            // report if the core ever breaks that.
+        }
+    }
     if first_report() {
         crate::println!("{info}");
     }

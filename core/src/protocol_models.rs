@@ -1,0 +1,207 @@
+//! Loom models of the blocking primitives' wake protocols.
+//!
+//! The channel, select and mutex code parks processes through the worker,
+//! which loom cannot run (it switches stacks). These models replay each
+//! protocol step for step on the same pieces the real code uses — the
+//! [`StateWord`] transitions and a [`SpinLock`] around the primitive's
+//! state — with one loom thread per process. A "parked" model process
+//! waits until a waker has moved its word to `Queued` and then resumes
+//! (`begin_run`), which is exactly what its worker does for it.
+//!
+//! Theorems (one named test each):
+//! - `sender_racing_receiver_park`: a message sent while the receiver is
+//!   between registering and parking is never lost, and the receiver ends up
+//!   with it.
+//! - `select_racing_two_senders`: two senders racing into both arms of a
+//!   select wake it exactly once; the losing arm's registration cannot wake
+//!   the process's next wait.
+//! - `timeout_racing_grant`: a mutex grant racing the waiter's timeout timer
+//!   is never lost: the waiter owns the lock, or the lock is free.
+
+use alloc::collections::VecDeque;
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::lock::SpinLock;
+use crate::state::{Park, StateWord, Unpark};
+
+const G: u32 = 3;
+
+/// A spawned, running process.
+fn process() -> Arc<StateWord> {
+    let w = StateWord::new(G);
+    w.claim(G).unwrap();
+    w.begin_run(G).unwrap();
+    Arc::new(w)
+}
+
+/// The owner's side of `park()`: if parked, wait for the worker to be
+/// handed the process (a waker made it `Queued`), then resume it.
+fn park(word: &StateWord) {
+    if word.park(G) == Park::Parked {
+        while word.begin_run(G).is_err() {
+            thread::yield_now();
+        }
+    }
+}
+
+/// A waker's side: returns whether the wake landed.
+fn wake(word: &StateWord, epoch: u32) -> bool {
+    match word.unpark_at(G, epoch) {
+        Unpark::Enqueue | Unpark::Notified => true,
+        Unpark::Stale => false,
+    }
+}
+
+struct Chan {
+    queue: VecDeque<u32>,
+    receiver: Option<u32>,
+}
+
+fn chan() -> Arc<SpinLock<Chan>> {
+    Arc::new(SpinLock::new(Chan { queue: VecDeque::new(), receiver: None }))
+}
+
+/// `Sender::try_send`: push, take the registration under the lock, wake
+/// after releasing it.
+fn send(ch: &SpinLock<Chan>, word: &StateWord, value: u32) -> bool {
+    let waiter = {
+        let mut c = ch.lock();
+        c.queue.push_back(value);
+        c.receiver.take()
+    };
+    waiter.is_some_and(|epoch| wake(word, epoch))
+}
+
+#[test]
+fn sender_racing_receiver_park() {
+    loom::model(|| {
+        let word = process();
+        let ch = chan();
+        let sender = {
+            let (word, ch) = (word.clone(), ch.clone());
+            thread::spawn(move || send(&ch, &word, 42))
+        };
+        // `Receiver::recv`: open a wait, look, register, park, loop.
+        let got = loop {
+            let epoch = word.begin_wait(G);
+            {
+                let mut c = ch.lock();
+                if let Some(v) = c.queue.pop_front() {
+                    drop(c);
+                    let _ = word.retire_wait(G);
+                    break v;
+                }
+                c.receiver = Some(epoch);
+            }
+            park(&word);
+        };
+        assert_eq!(got, 42);
+        sender.join().unwrap();
+        // The process is running and owes nothing: no stray notification.
+        assert!(!word.clear_notify(G));
+    });
+}
+
+#[test]
+fn select_racing_two_senders() {
+    loom::model(|| {
+        let word = process();
+        let (a, b) = (chan(), chan());
+        let senders: [_; 2] = [a.clone(), b.clone()].map(|ch| {
+            let word = word.clone();
+            thread::spawn(move || send(&ch, &word, 1))
+        });
+        // `select`: one wait, registered in each arm in order; an arm ready
+        // at registration retires the wait instead of parking.
+        let epoch = word.begin_wait(G);
+        let mut ready_at_registration = false;
+        for ch in [&a, &b] {
+            let mut c = ch.lock();
+            if !c.queue.is_empty() {
+                ready_at_registration = true;
+                break;
+            }
+            c.receiver = Some(epoch);
+        }
+        if ready_at_registration {
+            let _ = word.retire_wait(G);
+        } else {
+            park(&word);
+        }
+        assert!(!a.lock().queue.is_empty() || !b.lock().queue.is_empty(), "woken with no arm ready");
+        // The next wait: nobody registered it, so nothing may wake it; the
+        // loser arm's registration (old epoch) must be inert.
+        let next = word.begin_wait(G);
+        let landed: usize = senders.map(|s| usize::from(s.join().unwrap())).into_iter().sum();
+        assert!(landed <= 1, "two wakes landed on one wait");
+        assert_eq!(word.park(G), Park::Parked, "a stale arm woke a later wait");
+        assert!(!wake(&word, next.wrapping_sub(1)), "an old stamp landed");
+    });
+}
+
+struct Lock {
+    locked: bool,
+    waiters: VecDeque<u32>,
+    granted: Option<u32>,
+}
+
+#[test]
+fn timeout_racing_grant() {
+    loom::model(|| {
+        let word = process();
+        let lock = Arc::new(SpinLock::new(Lock { locked: true, waiters: VecDeque::new(), granted: None }));
+        // The waiter registers before the race starts.
+        let epoch = word.begin_wait(G);
+        lock.lock().waiters.push_back(epoch);
+
+        // The holder unlocks: hands the lock to the first waiter.
+        let holder = {
+            let (lock, word) = (lock.clone(), word.clone());
+            thread::spawn(move || {
+                let next = {
+                    let mut l = lock.lock();
+                    match l.waiters.pop_front() {
+                        Some(e) => {
+                            l.granted = Some(e);
+                            Some(e)
+                        }
+                        None => {
+                            l.locked = false;
+                            None
+                        }
+                    }
+                };
+                if let Some(e) = next {
+                    wake(&word, e);
+                }
+            })
+        };
+        // The waiter's timer fires (same stamp).
+        let timer = {
+            let word = word.clone();
+            thread::spawn(move || {
+                wake(&word, epoch);
+            })
+        };
+        park(&word);
+        // `lock_timeout` after its wake: grant first.
+        let owns = {
+            let mut l = lock.lock();
+            if l.granted == Some(epoch) {
+                l.granted = None;
+                true
+            } else {
+                l.waiters.retain(|e| *e != epoch);
+                false
+            }
+        };
+        holder.join().unwrap();
+        timer.join().unwrap();
+        let l = lock.lock();
+        // Either we own it (it stays locked, by us), or it is free; never
+        // locked-and-granted to nobody.
+        assert!(owns || !l.locked, "the grant was lost: locked with no owner");
+        assert!(l.granted.is_none());
+    });
+}
