@@ -138,9 +138,10 @@ fn switch_round_trip(criterion: &mut Criterion) {
     drop(bouncer);
 
     let stack = DefaultStack::new(STACK_SIZE).expect("corosensei could not map its stack");
-    let mut coroutine: Coroutine<(), (), (), DefaultStack> = Coroutine::with_stack(stack, |yielder, ()| loop {
-        yielder.suspend(());
-    });
+    let mut coroutine: Coroutine<(), (), (), DefaultStack> =
+        Coroutine::with_stack(stack, |yielder, ()| loop {
+            yielder.suspend(());
+        });
     // Same warm start as the smarm side: the body is already running.
     black_box(coroutine.resume(()));
     group.bench_function("corosensei/resume_suspend", |bencher| bencher.iter(|| coroutine.resume(())));

@@ -296,7 +296,8 @@ impl Reader<'_> {
     }
 
     fn hex4(&mut self) -> Result<u32, ParseError> {
-        let digits = self.bytes.get(self.position..self.position + 4).ok_or_else(|| self.error("short \\u"))?;
+        let digits =
+            self.bytes.get(self.position..self.position + 4).ok_or_else(|| self.error("short \\u"))?;
         let mut code = 0;
         for &digit in digits {
             let nibble = (digit as char).to_digit(16).ok_or_else(|| self.error("bad hex digit in \\u"))?;
@@ -340,7 +341,18 @@ mod tests {
     #[test]
     fn rejects_what_is_not_json() {
         for text in [
-            "", "{", "{\"a\" 1}", "[1,]", "01", "1.", "-", "1e", "\"\\x\"", "\"\\ud800\"", "tru", "1 2",
+            "",
+            "{",
+            "{\"a\" 1}",
+            "[1,]",
+            "01",
+            "1.",
+            "-",
+            "1e",
+            "\"\\x\"",
+            "\"\\ud800\"",
+            "tru",
+            "1 2",
             "\"a\nb\"",
         ] {
             assert!(parse(text).is_err(), "accepted {text:?}");

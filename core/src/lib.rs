@@ -32,6 +32,7 @@ pub mod channel;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod local;
 pub mod lock;
 pub mod monitor;
 pub mod mutex;

@@ -273,6 +273,8 @@ pub fn park() {
 /// wait ends another way first, the timer fires as a stale no-op.
 pub fn wake_at(waker: &Waker, deadline: Instant) -> Result<(), NotInProcess> {
     let (core, ..) = running().ok_or(NotInProcess)?;
+    // Not preempted while the heap grows: the worker pops it between runs.
+    let _no_preempt = NoPreempt::new();
     // SAFETY: current core; no reference into it is live.
     unsafe { (*core).timers.push(deadline.as_nanos(), waker.pid, waker.epoch, TimerReason::WaitTimeout) };
     Ok(())
@@ -282,8 +284,12 @@ pub fn wake_at(waker: &Waker, deadline: Instant) -> Result<(), NotInProcess> {
 pub fn sleep_until(deadline: Instant) -> Result<(), NotInProcess> {
     let waker = begin_wait()?;
     let (core, ..) = running().ok_or(NotInProcess)?;
-    // SAFETY: current core; no reference into it is live.
-    unsafe { (*core).timers.push(deadline.as_nanos(), waker.pid, waker.epoch, TimerReason::Sleep) };
+    {
+        // Not preempted while the heap grows (nor inside the open wait).
+        let _no_preempt = NoPreempt::new();
+        // SAFETY: current core; no reference into it is live.
+        unsafe { (*core).timers.push(deadline.as_nanos(), waker.pid, waker.epoch, TimerReason::Sleep) };
+    }
     park();
     Ok(())
 }

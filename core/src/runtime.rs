@@ -827,10 +827,7 @@ impl JoinHandle {
     pub fn join(self) -> Result<(), JoinError> {
         let slot = &self.shared.slots[self.pid.index() as usize];
         loop {
-            let wait = match process::begin_wait() {
-                Ok(wait) => Some(wait),
-                Err(_) => None,
-            };
+            let wait = process::begin_wait().ok();
             {
                 let mut cold = slot.cold.lock();
                 if let Some(outcome) = cold.outcome.as_ref() {

@@ -194,6 +194,7 @@ unsafe fn pass(core: *mut WorkerCore) -> bool {
     // SAFETY: `shared` is behind an Arc the core keeps for its life; we
     // take a shared reference to the runtime, never to the core.
     let shared: &Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
+    // SAFETY: as above: our core, read through the raw pointer.
     let id = unsafe { (*core).id };
     let ingress = &shared.workers[id];
     let budget = match shared.config.worker_ingress_budget {
@@ -366,7 +367,7 @@ pub(crate) fn current_core() -> Option<*mut WorkerCore> {
 pub(crate) unsafe fn push_spawned(core: *mut WorkerCore, index: u32) {
     // SAFETY: per the contract.
     unsafe {
-        (*core).ready.push_back(index);
+        push_ready(core, index);
         (*core).stats.spawned += 1;
         (*core).live_here += 1;
     }
@@ -379,8 +380,15 @@ pub(crate) unsafe fn push_spawned(core: *mut WorkerCore, index: u32) {
 /// `core` is the calling thread's current worker and no reference into it
 /// is live.
 pub(crate) unsafe fn push_ready(core: *mut WorkerCore, index: u32) {
-    // SAFETY: per the contract.
-    unsafe { (*core).ready.push_back(index) };
+    // SAFETY: per the contract. Preemption is off for the push (a queue
+    // operation): growing the queue allocates, and a preempting allocator
+    // must not switch to this worker's driver — which pushes onto the same
+    // queue — in the middle of it.
+    unsafe {
+        (*core).preempt_disabled += 1;
+        (*core).ready.push_back(index);
+        (*core).preempt_disabled -= 1;
+    }
 }
 
 /// Ends the running process with `outcome` and switches to its worker for

@@ -17,7 +17,7 @@ use smarm_platform::Platform;
 
 use crate::io::pool::IoPool;
 use crate::io::reactor::Reactor;
-use crate::platform::HostedPlatform;
+use smarm_platform::linux::LinuxPlatform;
 
 /// Default cap on io threads of one runtime.
 pub(crate) const DEFAULT_IO_THREADS: usize = 64;
@@ -26,13 +26,13 @@ pub(crate) const DEFAULT_IO_THREADS: usize = 64;
 #[derive(Debug)]
 pub(crate) struct HostContext {
     pub(crate) runtime: Runtime,
-    pub(crate) platform: Arc<HostedPlatform>,
+    pub(crate) platform: Arc<LinuxPlatform>,
     pub(crate) pool: IoPool,
     pub(crate) reactor: Reactor,
 }
 
 impl HostContext {
-    pub(crate) fn new(runtime: Runtime, platform: Arc<HostedPlatform>, io_threads: usize) -> Arc<HostContext> {
+    pub(crate) fn new(runtime: Runtime, platform: Arc<LinuxPlatform>, io_threads: usize) -> Arc<HostContext> {
         Arc::new(HostContext {
             runtime,
             pool: IoPool::new(io_threads),

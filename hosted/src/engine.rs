@@ -41,7 +41,7 @@ use smarm_platform::linux::{EMPTY, NOTIFIED};
 use smarm_platform::{ParkToken, Platform};
 
 use crate::context::{self, HostContext, DEFAULT_IO_THREADS};
-use crate::platform::HostedPlatform;
+use smarm_platform::linux::LinuxPlatform;
 use crate::RunError;
 
 /// Configures and starts an [`Engine`]. Every setting has a default; the
@@ -381,7 +381,7 @@ fn drive(mut worker: Worker, runtime: &Runtime, shared: &EngineShared, context: 
     // The overflow handler runs on the alternate signal stack; std's threads
     // normally have one already, and this keeps it (or makes one).
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
-    let platform: Arc<HostedPlatform> = context.platform.clone();
+    let platform: Arc<LinuxPlatform> = context.platform.clone();
     let _entered = context::enter(context);
     let token = runtime.park_token(worker.id());
     loop {

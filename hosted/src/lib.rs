@@ -5,7 +5,18 @@
 //! blocks by parking — never the OS thread. This crate is what a std binary
 //! links: it supplies the host side of `smarm-core` (the current worker in
 //! a thread-local, panic capture with `catch_unwind`, the Linux platform)
-//! and the entry points.
+//! and the entry points:
+//!
+//! - [`run`] / [`run_with`]: every worker driven from the calling thread,
+//!   deterministically — for tests and simple programs.
+//! - [`Engine`] (built with [`Engine::builder`] or [`runtime::init`]): one
+//!   OS thread per worker, with a spinning idle policy — the multi-core
+//!   runtime.
+//!
+//! Around them: [`io`] (blocking jobs on io threads, fd readiness),
+//! [`PreemptingAlloc`] (preemption at allocation), [`ActorLocal`] /
+//! [`local!`] (storage that travels with a process), stack-overflow reports
+//! naming the process, and a panic hook naming it too.
 //!
 //! ```
 //! let total = smarm::run(|| {
@@ -14,21 +25,38 @@
 //! });
 //! assert_eq!(total, 10);
 //! ```
+//!
+//! # Thread-locals
+//!
+//! A process may be resumed on a different OS thread than the one it was
+//! suspended on (hosts are free to move a worker between threads). Never
+//! hold a `thread_local!` borrow — or anything derived from the current
+//! thread — across a switch point: a yield, a park (any blocking call), a
+//! `check!()`, or, with [`PreemptingAlloc`], any allocation. For state that
+//! belongs to a process, use [`ActorLocal`].
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod alloc;
+mod context;
+mod engine;
 mod host;
+pub mod io;
 
 use std::sync::Arc;
 
+pub use alloc::PreemptingAlloc;
+pub use engine::{Builder, Engine};
 pub use host::StopSentinel;
+pub use smarm_core::local::ActorLocal;
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
     spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, Instant, JoinError,
-    JoinHandle, NoProc, NotInProcess, Outcome, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
+    JoinHandle, NoPreempt, NoProc, NotInProcess, Outcome, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
 };
 /// Process primitives: channels, select, the actor mutex, monitors, links
-/// and the registry (re-exported from `smarm-core`).
+/// and the registry (re-exported from `smarm-core`; kept by the lead —
+/// please keep this block when editing the file).
 pub use smarm_core::{
     bounded, channel, demonitor, link, monitor, name_of, register, select, select_timeout, trap_exit, unlink,
     unregister, whereis, Down, DownReason, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard,
@@ -36,7 +64,48 @@ pub use smarm_core::{
     TrySendError,
 };
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
+
 use smarm_platform::linux::LinuxPlatform;
+
+/// The ROADMAP's entry point for the multi-threaded runtime.
+pub mod runtime {
+    #![deny(unsafe_code)]
+    use crate::{Config, Engine, RunError};
+
+    /// Builds and starts an [`Engine`] from `config`: one OS thread per
+    /// worker (`config.worker_count`), idle policy from
+    /// `config.spin_budget_cycles` and `config.max_spinners`. Equivalent to
+    /// `Engine::builder().config(config).build()`.
+    pub fn init(config: Config) -> Result<Engine, RunError> {
+        Engine::new(config)
+    }
+}
+
+/// Declares actor-local storage: statics of type [`ActorLocal`], each
+/// process seeing its own value, lazily initialised by the expression.
+///
+/// ```
+/// smarm::local! {
+///     /// Requests served by this process.
+///     static SERVED: u64 = 0;
+/// }
+/// smarm::run(|| {
+///     SERVED.with_mut(|n| *n += 1);
+///     smarm::yield_now();
+///     assert_eq!(SERVED.get(), Ok(1));
+/// });
+/// ```
+#[macro_export]
+macro_rules! local {
+    () => {};
+    ($(#[$attr:meta])* $vis:vis static $name:ident : $t:ty = $init:expr; $($rest:tt)*) => {
+        $(#[$attr])* $vis static $name: $crate::ActorLocal<$t> = $crate::ActorLocal::new(|| $init);
+        $crate::local!($($rest)*);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident : $t:ty = $init:expr) => {
+        $(#[$attr])* $vis static $name: $crate::ActorLocal<$t> = $crate::ActorLocal::new(|| $init);
+    };
+}
 
 /// An observation point for `request_stop` (and a preemption point) for
 /// loops that neither allocate nor block. A tight loop without one cannot
@@ -78,7 +147,7 @@ pub fn now() -> Option<Instant> {
 pub enum RunError {
     /// The runtime could not be built.
     Build(BuildError),
-    /// The platform could not be set up (OS error number).
+    /// The platform could not be set up; the reason.
     Platform(String),
     /// The root process panicked; its message.
     Panicked(String),
@@ -86,6 +155,8 @@ pub enum RunError {
     Stopped,
     /// The root could not be spawned.
     Spawn(SpawnError),
+    /// An OS thread for a worker could not be started; the reason.
+    Thread(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -96,15 +167,26 @@ impl std::fmt::Display for RunError {
             RunError::Panicked(m) => write!(f, "root process panicked: {m}"),
             RunError::Stopped => f.write_str("root process was stopped"),
             RunError::Spawn(e) => write!(f, "{e}"),
+            RunError::Thread(e) => write!(f, "cannot start a worker thread: {e}"),
         }
     }
 }
 impl std::error::Error for RunError {}
 
-/// Builds runtime parts for the hosted platform.
-pub(crate) fn build_parts(config: Config, drivers: Drivers) -> Result<RuntimeParts, RunError> {
-    let platform = LinuxPlatform::new().map_err(|e| RunError::Platform(e.to_string()))?;
-    RuntimeParts::new(config, Arc::new(platform), &host::HOOKS, drivers).map_err(RunError::Build)
+/// Builds runtime parts for the hosted platform, after the process-wide
+/// setup every hosted runtime needs: the host hooks, the stack-overflow
+/// handler and the panic hook.
+pub(crate) fn build_parts(
+    config: Config,
+    drivers: Drivers,
+) -> Result<(RuntimeParts, Arc<LinuxPlatform>), RunError> {
+    config.validate().map_err(|e| RunError::Build(BuildError::Config(e)))?;
+    smarm_platform::linux::install_overflow_handler()
+        .map_err(|e| RunError::Platform(format!("cannot install the stack-overflow handler: {e}")))?;
+    host::install_panic_hook();
+    let platform = Arc::new(LinuxPlatform::new().map_err(|e| RunError::Platform(e.to_string()))?);
+    let parts = RuntimeParts::new(config, platform.clone(), &host::HOOKS, drivers).map_err(RunError::Build)?;
+    Ok((parts, platform))
 }
 
 /// Runs `root` as the root process of a fresh single-threaded runtime
@@ -115,7 +197,10 @@ where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
-    let parts = build_parts(config, Drivers::Single)?;
+    let (parts, platform) = build_parts(config, Drivers::Single)?;
+    let context = context::HostContext::new(parts.runtime.clone(), platform, context::DEFAULT_IO_THREADS);
+    let _entered = context::enter(context.clone());
+    let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
     let result = Arc::new(std::sync::Mutex::new(None));
     let slot = result.clone();
@@ -127,6 +212,7 @@ where
         })
         .map_err(RunError::Spawn)?;
     single.run();
+    context.shutdown();
     match handle.try_join() {
         Some(Ok(())) => {
             result.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(RunError::Stopped)

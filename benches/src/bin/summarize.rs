@@ -109,7 +109,10 @@ fn run(options: &Options) -> Result<(), String> {
     };
 
     let mut csv = format!("{HEADER}\n");
-    println!("{:<40} {:>12} {:<28} {:>12} {:>7} {:>7}", "bench", "smarm ns", "peer", "peer ns", "ratio", "goal");
+    println!(
+        "{:<40} {:>12} {:<28} {:>12} {:>7} {:>7}",
+        "bench", "smarm ns", "peer", "peer ns", "ratio", "goal"
+    );
     for comparison in COMPARISONS {
         let (Some(smarm_ns), Some(peer_ns)) =
             (lookup(comparison.group, comparison.smarm), lookup(comparison.group, comparison.peer))
@@ -140,7 +143,8 @@ fn run(options: &Options) -> Result<(), String> {
     if let Some(parent) = options.out.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
     }
-    fs::write(&options.out, csv).map_err(|error| format!("cannot write {}: {error}", options.out.display()))?;
+    fs::write(&options.out, csv)
+        .map_err(|error| format!("cannot write {}: {error}", options.out.display()))?;
     println!("wrote {}", options.out.display());
     Ok(())
 }

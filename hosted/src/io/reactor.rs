@@ -33,7 +33,7 @@ use std::thread::JoinHandle;
 use smarm_core::{Pid, Waker};
 use smarm_platform::{Event, Interest, Platform, PollError, RawFd};
 
-use crate::platform::HostedPlatform;
+use smarm_platform::linux::LinuxPlatform;
 
 /// Event token of the poller's stop socket.
 const STOP_TOKEN: u64 = u64::MAX;
@@ -105,7 +105,7 @@ struct Poller {
 
 /// One runtime's reactor.
 pub(crate) struct Reactor {
-    platform: Arc<HostedPlatform>,
+    platform: Arc<LinuxPlatform>,
     table: Arc<Mutex<Table>>,
     poller: Mutex<Option<Poller>>,
 }
@@ -123,7 +123,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Reactor {
-    pub(crate) fn new(platform: Arc<HostedPlatform>) -> Reactor {
+    pub(crate) fn new(platform: Arc<LinuxPlatform>) -> Reactor {
         Reactor { platform, table: Arc::new(Mutex::new(Table::default())), poller: Mutex::new(None) }
     }
 
@@ -233,7 +233,7 @@ impl Reactor {
 
 /// The poller thread: waits for readiness, hands each ready waiter its
 /// wake, re-arms or removes the registration.
-fn poll_loop(platform: &HostedPlatform, table: &Mutex<Table>, stop: UnixStream) {
+fn poll_loop(platform: &LinuxPlatform, table: &Mutex<Table>, stop: UnixStream) {
     let mut events = [Event::default(); EVENT_BATCH];
     let mut wakes: Vec<Waker> = Vec::with_capacity(2 * EVENT_BATCH);
     loop {

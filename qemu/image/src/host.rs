@@ -27,7 +27,6 @@ use alloc::sync::Arc;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
 use smarm_core::{Config, Drivers, HostHooks, Outcome, Runtime, RuntimeParts, SingleThreadRuntime};
-use smarm_platform::bare::Board;
 use smarm_platform::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError};
 
 use crate::{board, PLATFORM};

@@ -10,8 +10,10 @@
 //!
 //! Each scenario prints `scenario <name>: ok` or
 //! `scenario <name>: FAILED: <why>`; the last line is
-//! `N passed, N failed`. A CPU exception or a panic ends the image at once
-//! with a non-zero status (see [`fault`]).
+//! `N passed, N failed`. A CPU exception, or a panic outside any process,
+//! ends the image at once with a non-zero status; a panic inside a process
+//! abandons that process only (see [`fault`]). The scheduler scenarios run
+//! the core runtime on the bare host in [`host`].
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -20,6 +22,8 @@ extern crate alloc;
 
 mod board;
 mod fault;
+mod host;
+mod scheduler;
 mod switch;
 
 use alloc::string::String;
@@ -77,9 +81,18 @@ struct Scenario {
     run: fn() -> Result<(), String>,
 }
 
-/// Everything the image checks, in order. Later scenarios (scheduler,
-/// channels, timers, …) are added here.
-const SCENARIOS: &[Scenario] = &[Scenario { name: "switch", run: switch::run }];
+/// Everything the image checks, in order: the raw context switch first,
+/// then the core runtime's scenarios (see [`scheduler`]).
+const SCENARIOS: &[Scenario] = &[
+    Scenario { name: "switch", run: switch::run },
+    Scenario { name: "spawn_join", run: scheduler::spawn_join },
+    Scenario { name: "ping_pong", run: scheduler::ping_pong },
+    Scenario { name: "sleep_order", run: scheduler::sleep_order },
+    Scenario { name: "select", run: scheduler::select },
+    Scenario { name: "stop", run: scheduler::stop },
+    Scenario { name: "panic", run: scheduler::panic },
+    Scenario { name: "registry", run: scheduler::registry },
+];
 
 extern "C" {
     // Bounds of the heap region, from linker/qemu-virt.ld. Only their
@@ -128,6 +141,13 @@ pub extern "C" fn smarm_bare_main() -> ! {
             }
         }
     }
+    // What the abandoned (stopped, panicked) processes left behind: their
+    // stacks are recycled, but whatever their frames owned is never dropped.
+    println!(
+        "heap: {} KiB of {} KiB in use after the scenarios",
+        HEAP.lock().used() / 1024,
+        HEAP.lock().size() / 1024
+    );
     println!("{passed} passed, {failed} failed");
     board().exit(if failed == 0 { 0 } else { SCENARIO_FAILED_EXIT_STATUS })
 }
