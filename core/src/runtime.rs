@@ -377,6 +377,9 @@ impl Shared {
             return;
         }
         let ring = &self.workers[worker].spawn;
+        // Queue operations run with preemption disabled: a producer switched
+        // out mid-publish would stall the consumer behind its cell.
+        let _np = process::NoPreempt::new();
         let pushed = ring.push(index);
         assert!(pushed.is_ok(), "spawn ring overflow: a process was enqueued twice");
         self.notify(worker);
@@ -441,6 +444,8 @@ impl Shared {
             unsafe { crate::worker::push_ready(core, index) };
             return;
         }
+        // Preemption disabled across the push (see `route_spawn`).
+        let _np = process::NoPreempt::new();
         let pushed = self.workers[worker].wake.push(index);
         assert!(pushed.is_ok(), "wake ring overflow: a process was enqueued twice");
         self.notify(worker);

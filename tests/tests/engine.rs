@@ -1,0 +1,217 @@
+//! The multi-threaded Engine through the public API: entry and result,
+//! crash isolation under 4 worker threads, placement on OS threads,
+//! shutdown rules, and cross-worker wakes under both idle policies.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use smarm::{Config, Engine, JoinError, RunError};
+
+fn engine(workers: usize) -> Engine {
+    Engine::builder().workers(workers).build().expect("engine starts")
+}
+
+#[test]
+fn block_on_returns_the_root_value() {
+    let value = engine(4).block_on(|| {
+        let rt = smarm::current_runtime().unwrap();
+        let handles: Vec<_> = (0..8).map(|_| rt.spawn(smarm::yield_now).unwrap()).collect();
+        handles.into_iter().map(|h| h.join()).filter(Result::is_ok).count()
+    });
+    assert_eq!(value, Ok(8));
+}
+
+#[test]
+fn root_panic_and_config_errors_are_typed() {
+    let err = engine(2).block_on(|| -> u32 { panic!("root gave up") }).unwrap_err();
+    assert_eq!(err, RunError::Panicked("root gave up".into()));
+    let err = Engine::builder().workers(0).build().unwrap_err();
+    assert!(matches!(err, RunError::Build(smarm::BuildError::Config(smarm::ConfigError::NoWorkers))), "{err}");
+    let err = smarm::runtime::init(Config { stack_size: 1024, ..Config::default() }).unwrap_err();
+    assert!(err.to_string().contains("stack_size"), "{err}");
+}
+
+#[test]
+fn crash_isolation_1000_processes_every_tenth_panics_on_4_workers() {
+    let survivors = Arc::new(AtomicUsize::new(0));
+    let s = survivors.clone();
+    let checked = engine(4)
+        .block_on(move || {
+            let rt = smarm::current_runtime().unwrap();
+            let handles: Vec<_> = (0..1_000)
+                .map(|i| {
+                    let s = s.clone();
+                    rt.spawn(move || {
+                        smarm::yield_now();
+                        if i % 10 == 7 {
+                            panic!("process {i} panicked on purpose");
+                        }
+                        smarm::yield_now();
+                        s.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .unwrap()
+                })
+                .collect();
+            let mut checked = 0;
+            for (i, h) in handles.into_iter().enumerate() {
+                match h.join() {
+                    Ok(()) => assert_ne!(i % 10, 7, "process {i} should have panicked"),
+                    Err(JoinError::Panicked(m)) => {
+                        assert_eq!(i % 10, 7, "process {i} panicked: {m}");
+                        assert_eq!(m, format!("process {i} panicked on purpose"));
+                    }
+                    Err(e) => panic!("process {i}: unexpected {e}"),
+                }
+                checked += 1;
+            }
+            checked
+        })
+        .unwrap();
+    assert_eq!(checked, 1_000);
+    assert_eq!(survivors.load(Ordering::SeqCst), 900);
+}
+
+#[test]
+fn each_worker_has_its_own_thread_and_processes_stay_on_it() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    engine(4)
+        .block_on(move || {
+            let handles: Vec<_> = (0..4)
+                .map(|w| {
+                    let s = s.clone();
+                    smarm::spawn_on(w, move || {
+                        for _ in 0..3 {
+                            let name = std::thread::current().name().map(str::to_owned);
+                            s.lock().unwrap().push((w, smarm::current_worker().unwrap(), name));
+                            smarm::sleep(Duration::from_millis(1));
+                        }
+                    })
+                    .unwrap()
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        })
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 12);
+    for (placed, worker, thread) in seen.iter() {
+        assert_eq!(placed, worker);
+        assert_eq!(thread.as_deref(), Some(format!("smarm-worker-{worker}").as_str()));
+    }
+    let threads: HashSet<_> = seen.iter().map(|(_, _, t)| t.clone()).collect();
+    assert_eq!(threads.len(), 4);
+}
+
+#[test]
+fn orphaned_timers_do_not_hold_the_runtime_open() {
+    let start = Instant::now();
+    engine(2)
+        .block_on(|| {
+            // A wait whose timeout is an hour away, ended another way: the
+            // timer stays in the heap, stale.
+            let waker = smarm::begin_wait().unwrap();
+            let deadline = smarm::now().unwrap() + Duration::from_secs(3600);
+            smarm::wake_at(&waker, deadline).unwrap();
+            smarm::retire_wait();
+            smarm::spawn_on(1, || {
+                let waker = smarm::begin_wait().unwrap();
+                smarm::wake_at(&waker, smarm::now().unwrap() + Duration::from_secs(3600)).unwrap();
+                smarm::retire_wait();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        })
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(60), "shutdown waited for a stale timer");
+}
+
+#[test]
+fn wait_and_shutdown_end_the_engine() {
+    // wait: spawned through the handle, no root.
+    let e = engine(2);
+    let count = Arc::new(AtomicUsize::new(0));
+    for _ in 0..10 {
+        let c = count.clone();
+        e.runtime()
+            .spawn(move || {
+                smarm::sleep(Duration::from_millis(2));
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    e.wait();
+    assert_eq!(count.load(Ordering::SeqCst), 10);
+
+    // shutdown: parked-forever processes are stopped and unwound.
+    let e = engine(2);
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            e.runtime()
+                .spawn(|| {
+                    let _wait = smarm::begin_wait().unwrap();
+                    smarm::park();
+                    unreachable!("woken with no waker");
+                })
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(10));
+    e.shutdown();
+    for h in handles {
+        assert_eq!(h.try_join(), Some(Ok(())));
+    }
+}
+
+/// Cross-worker ping-pong: every message crosses to the other worker's
+/// thread, which may be spinning or parked.
+fn ping_pong(spin_budget_cycles: u64, rounds: u32) {
+    let e = Engine::builder().workers(2).spin_budget_cycles(spin_budget_cycles).build().unwrap();
+    let total = e
+        .block_on(move || {
+            let (to_pong, pong_rx) = smarm::channel::<u32>();
+            let (to_ping, ping_rx) = smarm::channel::<u32>();
+            let pong = smarm::spawn_on(1, move || {
+                while let Ok(n) = pong_rx.recv() {
+                    assert_eq!(smarm::current_worker(), Some(1));
+                    if to_ping.send(n + 1).is_err() {
+                        break;
+                    }
+                }
+            })
+            .unwrap();
+            let mut n = 0;
+            for _ in 0..rounds {
+                to_pong.send(n).unwrap();
+                n = ping_rx.recv().unwrap();
+            }
+            drop(to_pong);
+            pong.join().unwrap();
+            n
+        })
+        .unwrap();
+    assert_eq!(total, rounds);
+}
+
+#[test]
+fn cross_worker_wakes_with_spinning() {
+    ping_pong(Config::default().spin_budget_cycles, 2_000);
+}
+
+#[test]
+fn cross_worker_wakes_with_park_at_once() {
+    ping_pong(0, 2_000);
+}
+
+#[test]
+fn many_engines_in_sequence_leave_no_threads_behind() {
+    for round in 0..5 {
+        let v = engine(3).block_on(move || round * 2).unwrap();
+        assert_eq!(v, round * 2);
+    }
+}
