@@ -47,7 +47,6 @@ pub(crate) const STOP_RAISED: u8 = 2;
 
 /// What only the owning worker (and the process itself, which runs on it)
 /// touches: no lock, no atomics.
-#[derive(Default)]
 pub(crate) struct SlotBody {
     pub(crate) context: Context,
     pub(crate) stack: Option<Stack>,
@@ -55,6 +54,15 @@ pub(crate) struct SlotBody {
     /// Actor-local values (`ActorLocal`), keyed by the address of their
     /// static key; dropped with the slot.
     pub(crate) locals: Vec<(usize, Box<dyn core::any::Any + Send>)>,
+    /// Lowest saved stack pointer seen at a switch out (`usize::MAX` before
+    /// the first): a cheap high-water mark of stack use.
+    pub(crate) low_water: usize,
+}
+
+impl Default for SlotBody {
+    fn default() -> Self {
+        SlotBody { context: Context::empty(), stack: None, entry: None, locals: Vec::new(), low_water: usize::MAX }
+    }
 }
 
 /// Cold per-slot state, under the slot's leaf lock.
@@ -564,9 +572,12 @@ impl Shared {
         let pid = Pid::from_parts(index, generation);
         // SAFETY: the process is Done and will never run again; its worker
         // (the caller) owns the body.
-        let stack = unsafe { (*slot.body.get()).stack.take() };
+        let (stack, low_water) = unsafe {
+            let body = &mut *slot.body.get();
+            (body.stack.take(), body.low_water)
+        };
         if let Some(stack) = stack {
-            self.platform_trim(&stack);
+            self.trim_if_deep(&stack, low_water);
             self.recycle_stack(stack);
         }
         let (reason, hooks, joiners, links, trap) = {
@@ -607,8 +618,16 @@ impl Shared {
         }
     }
 
-    fn platform_trim(&self, stack: &Stack) {
-        self.platform.trim_stack(stack, self.config.stack_keep_resident);
+    /// Releases the deep pages of a recycled stack when the process was
+    /// seen below the high-water mark (`stack_keep_resident` from the top)
+    /// at a switch out. Shallow processes — nearly all — cost no syscall.
+    /// Depth reached and left between two switches is not seen; such a
+    /// stack keeps its pages until a later process on it is seen deep.
+    fn trim_if_deep(&self, stack: &Stack, low_water: usize) {
+        let mark = (stack.top() as usize).saturating_sub(self.config.stack_keep_resident);
+        if low_water < mark {
+            self.platform.trim_stack(stack, self.config.stack_keep_resident);
+        }
     }
 
     /// Returns a finalized slot with no outstanding handle to the free list.

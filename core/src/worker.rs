@@ -314,6 +314,10 @@ unsafe fn run(core: *mut WorkerCore, shared: &Shared, index: u32) {
         // by the slot until finalize). `save` is our own context.
         Native::switch(save, load);
         (*core).running = None;
+        // Track the deepest stack pointer seen at a switch out: finalize
+        // uses it to decide whether the stack needs trimming.
+        let body = slot.body.get();
+        (*body).low_water = (*body).low_water.min((*body).context.sp);
         match (*core).reason {
             SwitchReason::Yield => (*core).ready.push_back(index),
             SwitchReason::Park => {}

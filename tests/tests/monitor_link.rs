@@ -1,0 +1,431 @@
+//! Monitors, links and exit trapping through the public API, checked
+//! against Erlang's semantics — on one worker and on four.
+
+use std::time::Duration;
+
+use smarm::{Config, Down, DownReason, ExitSignal, JoinHandle, NoProc, Pid, Receiver, TryRecvError};
+
+fn config(workers: usize) -> Config {
+    Config { worker_count: workers, ..Config::default() }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Worker `k` places after the caller's (wrapping).
+fn worker_after(workers: usize, k: usize) -> usize {
+    (smarm::current_worker().unwrap() + k) % workers
+}
+
+/// A process that parks in `recv` until told to exit (or stopped), and
+/// answers pings meanwhile: proof it is alive and responsive.
+struct Peer {
+    handle: JoinHandle,
+    ping: smarm::Sender<smarm::Sender<()>>,
+}
+
+impl Peer {
+    fn spawn(worker: usize) -> Peer {
+        let (ping, inbox) = smarm::channel::<smarm::Sender<()>>();
+        let handle = smarm::spawn_on(worker, move || {
+            while let Ok(reply) = inbox.recv() {
+                let _ = reply.send(());
+            }
+        })
+        .unwrap();
+        Peer { handle, ping }
+    }
+
+    fn pid(&self) -> Pid {
+        self.handle.pid()
+    }
+
+    fn is_responsive(&self) -> bool {
+        let (tx, rx) = smarm::channel();
+        self.ping.send(tx).is_ok() && rx.recv().is_ok()
+    }
+
+    /// Tells it to return normally and waits for it.
+    fn finish(self) {
+        drop(self.ping);
+        self.handle.join().unwrap();
+    }
+}
+
+fn no_down(rx: &Receiver<Down>) {
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "unexpected Down");
+}
+
+fn normal_exit_does_not_propagate(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        let peer = Peer::spawn(worker_after(workers, 1));
+        let watch = smarm::monitor(peer.pid());
+        let p = peer.pid();
+        let child = smarm::spawn_on(worker_after(workers, 2), move || {
+            smarm::link(p).unwrap();
+        })
+        .unwrap();
+        let child_watch = smarm::monitor(child.pid());
+        child.join().unwrap();
+        assert_eq!(child_watch.rx.recv().unwrap().reason, DownReason::Normal);
+        smarm::sleep(ms(2));
+        assert!(peer.is_responsive(), "a normal exit killed a linked peer");
+        no_down(&watch.rx);
+        peer.finish();
+        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+
+        // Nor does it reach a trapping peer as a signal.
+        let (trapped_tx, trapped_rx) = smarm::channel::<Result<ExitSignal, TryRecvError>>();
+        let (linked_tx, linked_rx) = smarm::channel::<Pid>();
+        let trapper = smarm::spawn_on(worker_after(workers, 1), move || {
+            let exits = smarm::trap_exit().unwrap();
+            let child = smarm::spawn_on(worker_after(workers, 1), || smarm::sleep(ms(2))).unwrap();
+            smarm::link(child.pid()).unwrap();
+            linked_tx.send(child.pid()).unwrap();
+            child.join().unwrap();
+            smarm::sleep(ms(2));
+            trapped_tx.send(exits.try_recv()).unwrap();
+        })
+        .unwrap();
+        let _child = linked_rx.recv().unwrap();
+        assert_eq!(trapped_rx.recv().unwrap(), Err(TryRecvError::Empty));
+        trapper.join().unwrap();
+    });
+}
+
+#[test]
+fn normal_exit_does_not_kill_a_linked_peer() {
+    normal_exit_does_not_propagate(1);
+}
+
+#[test]
+fn normal_exit_does_not_kill_a_linked_peer_on_4_workers() {
+    normal_exit_does_not_propagate(4);
+}
+
+fn trapping_peer_gets_exit_signals(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        let exits = smarm::trap_exit().unwrap();
+        let me = smarm::self_pid().unwrap();
+
+        // A panic arrives as a message, with the message text.
+        let crasher = smarm::spawn_on(worker_after(workers, 1), move || {
+            smarm::link(me).unwrap();
+            panic!("boom {}", 7);
+        })
+        .unwrap();
+        let pid = crasher.pid();
+        assert!(crasher.join().is_err());
+        assert_eq!(
+            exits.recv().unwrap(),
+            ExitSignal { from: pid, reason: DownReason::Panicked("boom 7".into()) }
+        );
+
+        // A stop arrives too, as Stopped; the link was made from our side.
+        let sleeper = smarm::spawn_on(worker_after(workers, 2), || smarm::sleep(Duration::from_secs(60))).unwrap();
+        smarm::link(sleeper.pid()).unwrap();
+        smarm::request_stop(sleeper.pid()).unwrap();
+        let pid = sleeper.pid();
+        sleeper.join().unwrap();
+        assert_eq!(exits.recv().unwrap(), ExitSignal { from: pid, reason: DownReason::Stopped });
+        assert_eq!(exits.try_recv(), Err(TryRecvError::Empty));
+        // We are still here: trapping kept us alive.
+    });
+}
+
+#[test]
+fn trapping_peer_receives_the_exit_as_a_message() {
+    trapping_peer_gets_exit_signals(1);
+}
+
+#[test]
+fn trapping_peer_receives_the_exit_as_a_message_on_4_workers() {
+    trapping_peer_gets_exit_signals(4);
+}
+
+fn abnormal_exit_stops_linked_peers(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        // crasher — p — q: a chain of links; only `crasher` links to `p`.
+        let p = Peer::spawn(worker_after(workers, 1));
+        let q = Peer::spawn(worker_after(workers, 2));
+        let (p_pid, q_pid) = (p.pid(), q.pid());
+        let p_watch = smarm::monitor(p_pid);
+        let q_watch = smarm::monitor(q_pid);
+        let rt = smarm::current_runtime().unwrap();
+        rt.link(p_pid, q_pid).unwrap();
+        let (go_tx, go) = smarm::channel::<()>();
+        let crasher = smarm::spawn_on(worker_after(workers, 3), move || {
+            smarm::link(p_pid).unwrap();
+            go.recv().unwrap();
+            panic!("crashed on purpose");
+        })
+        .unwrap();
+        let c_pid = crasher.pid();
+        let c_watch = smarm::monitor(c_pid);
+        smarm::sleep(ms(2));
+        assert!(p.is_responsive() && q.is_responsive());
+        go_tx.send(()).unwrap();
+
+        let crashed = DownReason::Panicked("crashed on purpose".into());
+        assert_eq!(c_watch.rx.recv().unwrap().reason, crashed);
+        let p_down = p_watch.rx.recv().unwrap();
+        assert_eq!(p_down.pid, p_pid);
+        let p_reason = DownReason::Linked { peer: c_pid, reason: Box::new(crashed) };
+        assert_eq!(p_down.reason, p_reason);
+        // The stop propagates on along p's own link, with its reason.
+        let q_down = q_watch.rx.recv().unwrap();
+        assert_eq!(q_down.reason, DownReason::Linked { peer: p_pid, reason: Box::new(p_reason) });
+        assert!(q_down.reason.is_abnormal());
+        assert!(crasher.join().is_err());
+        // Stopped, not panicked: join reports Ok.
+        assert_eq!(p.handle.join(), Ok(()));
+        assert_eq!(q.handle.join(), Ok(()));
+        assert!(!rt.is_alive(p_pid) && !rt.is_alive(q_pid));
+    });
+}
+
+#[test]
+fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors() {
+    abnormal_exit_stops_linked_peers(1);
+}
+
+#[test]
+fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_workers() {
+    abnormal_exit_stops_linked_peers(4);
+}
+
+fn unlink_before_death(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        let p = Peer::spawn(worker_after(workers, 1));
+        let q = Peer::spawn(worker_after(workers, 1));
+        let watches = [smarm::monitor(p.pid()), smarm::monitor(q.pid())];
+        let (p_pid, q_pid) = (p.pid(), q.pid());
+        let crasher = smarm::spawn_on(worker_after(workers, 2), move || {
+            smarm::link(p_pid).unwrap();
+            smarm::link(q_pid).unwrap();
+            smarm::link(q_pid).unwrap(); // twice is once
+            smarm::unlink(p_pid);
+            smarm::unlink(q_pid);
+            panic!("unlinked crash");
+        })
+        .unwrap();
+        assert!(crasher.join().is_err());
+        // Unlinked from the other side: the trapping root gets no signal.
+        let exits = smarm::trap_exit().unwrap();
+        let crasher = smarm::spawn_on(worker_after(workers, 3), || {
+            smarm::sleep(ms(2));
+            panic!("unlinked too");
+        })
+        .unwrap();
+        smarm::link(crasher.pid()).unwrap();
+        smarm::unlink(crasher.pid());
+        assert!(crasher.join().is_err());
+        smarm::sleep(ms(2));
+        assert_eq!(exits.try_recv(), Err(TryRecvError::Empty));
+
+        assert!(p.is_responsive() && q.is_responsive());
+        for w in &watches {
+            no_down(&w.rx);
+        }
+        p.finish();
+        q.finish();
+        for w in &watches {
+            assert_eq!(w.rx.recv().unwrap().reason, DownReason::Normal);
+        }
+    });
+}
+
+#[test]
+fn unlink_before_death_means_no_signal() {
+    unlink_before_death(1);
+}
+
+#[test]
+fn unlink_before_death_means_no_signal_on_4_workers() {
+    unlink_before_death(4);
+}
+
+#[test]
+fn monitor_of_a_dead_or_stale_pid_is_noproc_at_once() {
+    smarm::run(|| {
+        let rt = smarm::current_runtime().unwrap();
+        // Finished, its handle still held (slot not reclaimed yet).
+        let held = smarm::spawn(|| {}).unwrap();
+        let dead = held.pid();
+        smarm::yield_now();
+        assert!(held.is_finished());
+        // Finished and reclaimed.
+        let gone = smarm::spawn(|| {}).unwrap();
+        let reclaimed = gone.pid();
+        gone.join().unwrap();
+        let made_up = Pid::from_parts(12_345, 99);
+        for pid in [dead, reclaimed, made_up] {
+            assert!(!rt.is_alive(pid));
+            let m = smarm::monitor(pid);
+            assert_eq!(m.target, pid);
+            let down = m.rx.try_recv().expect("NoProc must be there at once");
+            assert_eq!((down.id, down.pid, down.reason), (m.id, pid, DownReason::NoProc));
+            // One Down, then nothing more can come.
+            assert_eq!(m.rx.try_recv(), Err(TryRecvError::Disconnected));
+        }
+        held.join().unwrap();
+    });
+    // Outside a process there is no runtime to watch in: NoProc.
+    let m = smarm::monitor(Pid::from_parts(0, 0));
+    assert_eq!(m.rx.try_recv().unwrap().reason, DownReason::NoProc);
+}
+
+fn demonitor_and_two_monitors(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        let (go_tx, go) = smarm::channel::<()>();
+        let target =
+            smarm::spawn_on(worker_after(workers, 1), move || drop(go.recv())).unwrap();
+        let pid = target.pid();
+        let first = smarm::monitor(pid);
+        let second = smarm::monitor(pid);
+        let cancelled = smarm::monitor(pid);
+        assert_ne!(first.id, second.id);
+        assert_ne!(second.id, cancelled.id);
+        assert!(smarm::demonitor(&cancelled), "an active monitor was not active");
+        assert!(!smarm::demonitor(&cancelled), "demonitor twice");
+        go_tx.send(()).unwrap();
+        target.join().unwrap();
+        let downs = [first.rx.recv().unwrap(), second.rx.recv().unwrap()];
+        assert_eq!(downs[0], Down { id: first.id, pid, reason: DownReason::Normal });
+        assert_eq!(downs[1], Down { id: second.id, pid, reason: DownReason::Normal });
+        // One Down each, and none for the cancelled monitor, ever.
+        assert_eq!(first.rx.try_recv(), Err(TryRecvError::Disconnected));
+        assert_eq!(second.rx.try_recv(), Err(TryRecvError::Disconnected));
+        assert_eq!(cancelled.rx.try_recv(), Err(TryRecvError::Disconnected));
+        // Demonitor after the Down: not active any more, and the queued
+        // Down is discarded.
+        let (go_tx, go) = smarm::channel::<()>();
+        let target = smarm::spawn_on(worker_after(workers, 2), move || drop(go.recv())).unwrap();
+        let late = smarm::monitor(target.pid());
+        drop(go_tx);
+        target.join().unwrap();
+        smarm::sleep(ms(1));
+        assert!(!smarm::demonitor(&late));
+        assert_eq!(late.rx.try_recv(), Err(TryRecvError::Disconnected));
+    });
+}
+
+#[test]
+fn demonitor_means_no_down_and_two_monitors_give_two_downs() {
+    demonitor_and_two_monitors(1);
+}
+
+#[test]
+fn demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_workers() {
+    demonitor_and_two_monitors(4);
+}
+
+fn reasons(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        // Stopped.
+        let sleeper = smarm::spawn_on(worker_after(workers, 1), || smarm::sleep(Duration::from_secs(60))).unwrap();
+        let m = smarm::monitor(sleeper.pid());
+        smarm::sleep(ms(1));
+        smarm::request_stop(sleeper.pid()).unwrap();
+        let down = m.rx.recv().unwrap();
+        assert_eq!((down.pid, down.reason), (sleeper.pid(), DownReason::Stopped));
+        sleeper.join().unwrap();
+
+        // Stopped before it ever ran.
+        let never = smarm::spawn_on(worker_after(workers, 2), || unreachable!()).unwrap();
+        let m = smarm::monitor(never.pid());
+        smarm::request_stop(never.pid()).unwrap();
+        assert_eq!(m.rx.recv().unwrap().reason, DownReason::Stopped);
+        never.join().unwrap();
+
+        // Panicked, with the message.
+        let crasher = smarm::spawn_on(worker_after(workers, 3), || {
+            smarm::yield_now();
+            panic!("bad input: {}", 42);
+        })
+        .unwrap();
+        let m = smarm::monitor(crasher.pid());
+        let down = m.rx.recv().unwrap();
+        assert_eq!(down.reason, DownReason::Panicked("bad input: 42".into()));
+        assert!(down.reason.is_abnormal());
+        assert_eq!(down.reason.to_string(), "panicked: bad input: 42");
+        assert!(crasher.join().is_err());
+        assert!(!DownReason::Normal.is_abnormal());
+    });
+}
+
+#[test]
+fn monitors_see_stopped_and_panicked_reasons() {
+    reasons(1);
+}
+
+#[test]
+fn monitors_see_stopped_and_panicked_reasons_on_4_workers() {
+    reasons(4);
+}
+
+#[test]
+fn linking_to_a_dead_or_stale_pid_is_noproc() {
+    smarm::run(|| {
+        let done = smarm::spawn(|| {}).unwrap();
+        let pid = done.pid();
+        done.join().unwrap();
+        assert_eq!(smarm::link(pid), Err(NoProc(pid)));
+        let made_up = Pid::from_parts(7_777, 3);
+        assert_eq!(smarm::link(made_up), Err(NoProc(made_up)));
+        // Linking to oneself is allowed and harmless.
+        let me = smarm::self_pid().unwrap();
+        assert_eq!(smarm::link(me), Ok(()));
+        // The failed links left nothing behind: a live peer still links.
+        let peer = Peer::spawn(0);
+        assert_eq!(smarm::link(peer.pid()), Ok(()));
+        smarm::unlink(peer.pid());
+        peer.finish();
+    });
+    // Outside a process: no caller to link.
+    let pid = Pid::from_parts(0, 0);
+    assert_eq!(smarm::link(pid), Err(NoProc(pid)));
+    assert!(smarm::trap_exit().is_none());
+}
+
+fn down_before_reclaim(workers: usize) {
+    smarm::run_with(config(workers), move || {
+        let rt = smarm::current_runtime().unwrap();
+        let mut same_index = 0;
+        for round in 0..50 {
+            // Detached: the slot is reclaimed right after finalize.
+            let h = smarm::spawn_on(worker_after(workers, round % workers), smarm::yield_now).unwrap();
+            let pid = h.pid();
+            let m = smarm::monitor(pid);
+            drop(h);
+            let down = m.rx.recv().unwrap();
+            assert_eq!((down.pid, down.reason), (pid, DownReason::Normal));
+            // The slot may be free again: whatever is spawned into it gets
+            // a new generation, and the old pid stays dead everywhere.
+            let next = smarm::spawn_on(worker_after(workers, round % workers), || {}).unwrap();
+            if next.pid().index() == pid.index() {
+                same_index += 1;
+                assert_ne!(next.pid().generation(), pid.generation(), "pid reused");
+            }
+            assert_ne!(next.pid(), pid);
+            assert!(!rt.is_alive(pid));
+            assert_eq!(smarm::link(pid), Err(NoProc(pid)));
+            assert_eq!(smarm::monitor(pid).rx.try_recv().unwrap().reason, DownReason::NoProc);
+            assert_eq!(rt.request_stop(pid), Err(NoProc(pid)));
+            next.join().unwrap();
+        }
+        // The free list hands a slot straight back: the check above bit.
+        assert!(same_index > 0, "no slot was reused; the test proved nothing");
+    });
+}
+
+#[test]
+fn down_arrives_before_the_slot_is_reused() {
+    down_before_reclaim(1);
+}
+
+#[test]
+fn down_arrives_before_the_slot_is_reused_on_4_workers() {
+    down_before_reclaim(4);
+}
