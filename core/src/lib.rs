@@ -23,6 +23,7 @@
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+#![deny(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 extern crate alloc;
 #[cfg(any(test, loom))]
