@@ -21,7 +21,7 @@ use crate::error::NoProc;
 use crate::host::Outcome;
 use crate::pid::Pid;
 use crate::runtime::{Runtime, Shared};
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{spin_loop, AtomicU8, Ordering};
 
 /// Why a process died, as its monitors and linked peers see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,8 +97,22 @@ pub struct Monitor {
     pub target: Pid,
     /// Where the `Down` arrives.
     pub rx: Receiver<Down>,
-    cancelled: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
 }
+
+// A monitor's delivery state: flags in one `AtomicU8`, changed only by RMW.
+// The death hook claims delivery (`FIRING`, by CAS from 0) before it sends
+// and sets `DELIVERED` once the Down is queued; `demonitor` sets
+// `CANCELLED`. A plain flag checked by the hook before sending is not
+// enough: on another thread the hook can pass the check, `demonitor` can
+// flush an empty receiver, and the Down lands after `demonitor` returned.
+
+/// The hook has claimed delivery and is sending (or has sent) the Down.
+const FIRING: u8 = 1;
+/// The Down is in the channel.
+const DELIVERED: u8 = 2;
+/// `demonitor` was called.
+const CANCELLED: u8 = 4;
 
 /// The message a process trapping exits receives when a linked process
 /// dies abnormally.
@@ -132,17 +146,21 @@ impl Runtime {
 fn monitor_in(shared: &Arc<Shared>, target: Pid) -> Monitor {
     let id = MonitorId(shared.next_monitor_id());
     let (tx, rx) = channel::<Down>();
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let flag = cancelled.clone();
+    let state = Arc::new(AtomicU8::new(0));
+    let hook_state = state.clone();
     let hook = Box::new(move |pid: Pid, reason: &DownReason| {
-        if !flag.load(Ordering::Acquire) {
+        // AcqRel/Acquire: the claim and demonitor's cancel are RMWs on one
+        // word, so exactly one of them wins.
+        if hook_state.compare_exchange(0, FIRING, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             let _ = tx.send(Down { id, pid, reason: reason.clone() });
+            // Release: a demonitor that sees DELIVERED finds the Down queued.
+            hook_state.fetch_or(DELIVERED, Ordering::Release);
         }
     });
     if let Err(hook) = shared.on_death(target, hook) {
         hook(target, &DownReason::NoProc);
     }
-    Monitor { id, target, rx, cancelled }
+    Monitor { id, target, rx, state }
 }
 
 /// Monitors `target` from the calling process's runtime. Outside a process
@@ -154,7 +172,7 @@ pub fn monitor(target: Pid) -> Monitor {
         None => {
             let (tx, rx) = channel();
             let _ = tx.send(Down { id: MonitorId(0), pid: target, reason: DownReason::NoProc });
-            Monitor { id: MonitorId(0), target, rx, cancelled: Arc::new(AtomicBool::new(true)) }
+            Monitor { id: MonitorId(0), target, rx, state: Arc::new(AtomicU8::new(FIRING | DELIVERED)) }
         }
     }
 }
@@ -163,9 +181,21 @@ pub fn monitor(target: Pid) -> Monitor {
 /// a `Down` (one already queued is discarded). Returns whether the monitor
 /// was still active (no `Down` had been delivered or queued).
 pub fn demonitor(monitor: &Monitor) -> bool {
-    let was_active = !monitor.cancelled.swap(true, Ordering::AcqRel);
-    let flushed = monitor.rx.try_recv().is_ok();
-    was_active && !flushed
+    let previous = monitor.state.fetch_or(CANCELLED, Ordering::AcqRel);
+    if previous == 0 {
+        // Cancelled before any delivery was claimed: no Down will come.
+        return true;
+    }
+    if previous & FIRING != 0 {
+        // The hook is sending on another thread (on ours it runs to the
+        // end without switching): an unbounded send never parks, so this
+        // wait is a few instructions long.
+        while monitor.state.load(Ordering::Acquire) & DELIVERED == 0 {
+            spin_loop();
+        }
+    }
+    let _ = monitor.rx.try_recv();
+    false
 }
 
 /// Links the calling process with `peer` (see [`Runtime::link`]). Linking

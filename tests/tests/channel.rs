@@ -10,8 +10,30 @@ use smarm::{
     Config, DownReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError,
 };
 
-fn config(workers: usize) -> Config {
-    Config { worker_count: workers, ..Config::default() }
+/// How a test is driven: every worker from this thread, deterministically
+/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
+#[derive(Debug, Clone, Copy)]
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn workers(self) -> usize {
+        match self {
+            Drive::Single(n) | Drive::Threads(n) => n,
+        }
+    }
+
+    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
+        match self {
+            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
 }
 
 /// The worker after the caller's: another worker when there are several.
@@ -47,8 +69,9 @@ impl Drop for Counted {
     }
 }
 
-fn fifo(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn fifo(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let (tx, rx) = smarm::channel::<u32>();
         let sender = smarm::spawn_on(next_worker(workers), move || {
             for i in 0..1_000 {
@@ -69,12 +92,17 @@ fn fifo(workers: usize) {
 
 #[test]
 fn messages_arrive_in_send_order() {
-    fifo(1);
+    fifo(Drive::Single(1));
 }
 
 #[test]
 fn messages_arrive_in_send_order_on_4_workers() {
-    fifo(4);
+    fifo(Drive::Single(4));
+}
+
+#[test]
+fn messages_arrive_in_send_order_on_4_threads() {
+    fifo(Drive::Threads(4));
 }
 
 #[test]
@@ -109,8 +137,9 @@ fn send_to_a_dropped_receiver_returns_the_message() {
     assert_eq!(drops.load(Ordering::SeqCst), 3);
 }
 
-fn disconnect(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn disconnect(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         // Queued messages are delivered before the disconnection.
         let (tx, rx) = smarm::channel::<u32>();
         let tx2 = tx.clone();
@@ -175,12 +204,17 @@ fn disconnect(workers: usize) {
 
 #[test]
 fn recv_disconnects_after_the_last_sender_and_the_queue() {
-    disconnect(1);
+    disconnect(Drive::Single(1));
 }
 
 #[test]
 fn recv_disconnects_after_the_last_sender_and_the_queue_on_4_workers() {
-    disconnect(4);
+    disconnect(Drive::Single(4));
+}
+
+#[test]
+fn recv_disconnects_after_the_last_sender_and_the_queue_on_4_threads() {
+    disconnect(Drive::Threads(4));
 }
 
 #[test]
@@ -222,8 +256,9 @@ fn errors_display_and_are_errors() {
     assert_eq!(TrySendError::Disconnected(8u8).into_inner(), 8);
 }
 
-fn recv_timeouts(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn recv_timeouts(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let now = || smarm::now().unwrap();
 
         // Nothing arrives: Timeout, no earlier than the deadline.
@@ -265,12 +300,17 @@ fn recv_timeouts(workers: usize) {
 
 #[test]
 fn recv_timeout_tells_timeout_from_disconnected() {
-    recv_timeouts(1);
+    recv_timeouts(Drive::Single(1));
 }
 
 #[test]
 fn recv_timeout_tells_timeout_from_disconnected_on_4_workers() {
-    recv_timeouts(4);
+    recv_timeouts(Drive::Single(4));
+}
+
+#[test]
+fn recv_timeout_tells_timeout_from_disconnected_on_4_threads() {
+    recv_timeouts(Drive::Threads(4));
 }
 
 #[test]
@@ -321,15 +361,23 @@ fn try_recv_match_takes_the_first_match_and_keeps_the_rest_in_order() {
     });
 }
 
-fn recv_match_parks(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn recv_match_parks(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let (tx, rx) = smarm::channel::<u32>();
         // The predicate runs once per queued message per scan: count scans.
         let evaluated = Arc::new(AtomicUsize::new(0));
-        let e = evaluated.clone();
+        let (e, seen) = (evaluated.clone(), evaluated.clone());
         let sender = smarm::spawn_on(next_worker(workers), move || {
             for v in 1..=20 {
                 tx.send(v).unwrap();
+                if v == 5 {
+                    // Let the receiver scan what is there before the rest
+                    // arrives, so it must park and scan again.
+                    while seen.load(Ordering::SeqCst) < 5 {
+                        smarm::yield_now();
+                    }
+                }
                 smarm::yield_now();
             }
         })
@@ -354,12 +402,17 @@ fn recv_match_parks(workers: usize) {
 
 #[test]
 fn recv_match_parks_and_rescans_on_arrivals() {
-    recv_match_parks(1);
+    recv_match_parks(Drive::Single(1));
 }
 
 #[test]
 fn recv_match_parks_and_rescans_on_arrivals_on_4_workers() {
-    recv_match_parks(4);
+    recv_match_parks(Drive::Single(4));
+}
+
+#[test]
+fn recv_match_parks_and_rescans_on_arrivals_on_4_threads() {
+    recv_match_parks(Drive::Threads(4));
 }
 
 #[test]
@@ -423,8 +476,9 @@ fn bounded_try_send_full_gives_the_value_back() {
     });
 }
 
-fn bounded_receiver_drop_releases_parked_senders(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn bounded_receiver_drop_releases_parked_senders(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let (tx, rx) = smarm::bounded::<String>(1);
         tx.send("fills".into()).unwrap();
         let (result_tx, result_rx) = smarm::channel();
@@ -454,18 +508,23 @@ fn bounded_receiver_drop_releases_parked_senders(workers: usize) {
 
 #[test]
 fn bounded_receiver_drop_returns_the_parked_senders_messages() {
-    bounded_receiver_drop_releases_parked_senders(1);
+    bounded_receiver_drop_releases_parked_senders(Drive::Single(1));
 }
 
 #[test]
 fn bounded_receiver_drop_returns_the_parked_senders_messages_on_4_workers() {
-    bounded_receiver_drop_releases_parked_senders(4);
+    bounded_receiver_drop_releases_parked_senders(Drive::Single(4));
 }
 
-fn bounded_stress(workers: usize) {
+#[test]
+fn bounded_receiver_drop_returns_the_parked_senders_messages_on_4_threads() {
+    bounded_receiver_drop_releases_parked_senders(Drive::Threads(4));
+}
+
+fn bounded_stress(drive: Drive) {
     const SENDERS: u64 = 6;
     const PER: u64 = 500;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let (tx, rx) = smarm::bounded::<(u64, u64)>(3);
         let handles: Vec<_> = (0..SENDERS)
@@ -498,19 +557,25 @@ fn bounded_stress(workers: usize) {
 
 #[test]
 fn bounded_channel_counts_every_message() {
-    bounded_stress(1);
+    bounded_stress(Drive::Single(1));
 }
 
 #[test]
 fn bounded_channel_counts_every_message_on_4_workers() {
-    bounded_stress(4);
+    bounded_stress(Drive::Single(4));
+}
+
+#[test]
+fn bounded_channel_counts_every_message_on_4_threads() {
+    bounded_stress(Drive::Threads(4));
 }
 
 /// A message that owns a sender of its own channel.
 struct Node(#[allow(dead_code)] Sender<Node>);
 
-fn drop_owned_senders(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn drop_owned_senders(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         // Channel A carries senders of channel B. Dropping A's receiver
         // drops the queued senders; the last one takes B's lock and wakes
         // B's parked receiver. Done under A's lock, the lock-order
@@ -557,18 +622,24 @@ fn drop_owned_senders(workers: usize) {
 
 #[test]
 fn dropping_a_receiver_drops_queued_senders_after_its_lock() {
-    drop_owned_senders(1);
+    drop_owned_senders(Drive::Single(1));
 }
 
 #[test]
 fn dropping_a_receiver_drops_queued_senders_after_its_lock_on_4_workers() {
-    drop_owned_senders(4);
+    drop_owned_senders(Drive::Single(4));
 }
 
-fn pipeline(workers: usize) {
+#[test]
+fn dropping_a_receiver_drops_queued_senders_after_its_lock_on_4_threads() {
+    drop_owned_senders(Drive::Threads(4));
+}
+
+fn pipeline(drive: Drive) {
+    let workers = drive.workers();
     const STAGES: usize = 4;
     const MESSAGES: u64 = 2_000;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         // root → stage 0 → … → stage 3 → root, each stage on its own worker
         // (when there are four), each adding one.
         let (first_tx, mut rx) = smarm::channel::<u64>();
@@ -607,16 +678,22 @@ fn pipeline(workers: usize) {
 
 #[test]
 fn pipeline_through_four_stages() {
-    pipeline(1);
+    pipeline(Drive::Single(1));
 }
 
 #[test]
 fn pipeline_across_4_workers() {
-    pipeline(4);
+    pipeline(Drive::Single(4));
 }
 
-fn stop_parked_receiver(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn pipeline_across_4_threads() {
+    pipeline(Drive::Threads(4));
+}
+
+fn stop_parked_receiver(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let (tx, rx) = smarm::channel::<String>();
         let returned = Arc::new(AtomicBool::new(false));
@@ -642,10 +719,15 @@ fn stop_parked_receiver(workers: usize) {
 
 #[test]
 fn receiver_stopped_in_recv_ends_stopped_and_closes_the_channel() {
-    stop_parked_receiver(1);
+    stop_parked_receiver(Drive::Single(1));
 }
 
 #[test]
 fn receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_workers() {
-    stop_parked_receiver(4);
+    stop_parked_receiver(Drive::Single(4));
+}
+
+#[test]
+fn receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_threads() {
+    stop_parked_receiver(Drive::Threads(4));
 }

@@ -5,8 +5,30 @@ use std::time::Duration;
 
 use smarm::{Config, Down, DownReason, ExitSignal, JoinHandle, NoProc, Pid, Receiver, TryRecvError};
 
-fn config(workers: usize) -> Config {
-    Config { worker_count: workers, ..Config::default() }
+/// How a test is driven: every worker from this thread, deterministically
+/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
+#[derive(Debug, Clone, Copy)]
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn workers(self) -> usize {
+        match self {
+            Drive::Single(n) | Drive::Threads(n) => n,
+        }
+    }
+
+    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
+        match self {
+            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
 }
 
 fn ms(n: u64) -> Duration {
@@ -57,8 +79,9 @@ fn no_down(rx: &Receiver<Down>) {
     assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "unexpected Down");
 }
 
-fn normal_exit_does_not_propagate(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn normal_exit_does_not_propagate(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let peer = Peer::spawn(worker_after(workers, 1));
         let watch = smarm::monitor(peer.pid());
         let p = peer.pid();
@@ -96,16 +119,22 @@ fn normal_exit_does_not_propagate(workers: usize) {
 
 #[test]
 fn normal_exit_does_not_kill_a_linked_peer() {
-    normal_exit_does_not_propagate(1);
+    normal_exit_does_not_propagate(Drive::Single(1));
 }
 
 #[test]
 fn normal_exit_does_not_kill_a_linked_peer_on_4_workers() {
-    normal_exit_does_not_propagate(4);
+    normal_exit_does_not_propagate(Drive::Single(4));
 }
 
-fn trapping_peer_gets_exit_signals(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn normal_exit_does_not_kill_a_linked_peer_on_4_threads() {
+    normal_exit_does_not_propagate(Drive::Threads(4));
+}
+
+fn trapping_peer_gets_exit_signals(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let exits = smarm::trap_exit().unwrap();
         let me = smarm::self_pid().unwrap();
 
@@ -136,16 +165,22 @@ fn trapping_peer_gets_exit_signals(workers: usize) {
 
 #[test]
 fn trapping_peer_receives_the_exit_as_a_message() {
-    trapping_peer_gets_exit_signals(1);
+    trapping_peer_gets_exit_signals(Drive::Single(1));
 }
 
 #[test]
 fn trapping_peer_receives_the_exit_as_a_message_on_4_workers() {
-    trapping_peer_gets_exit_signals(4);
+    trapping_peer_gets_exit_signals(Drive::Single(4));
 }
 
-fn abnormal_exit_stops_linked_peers(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn trapping_peer_receives_the_exit_as_a_message_on_4_threads() {
+    trapping_peer_gets_exit_signals(Drive::Threads(4));
+}
+
+fn abnormal_exit_stops_linked_peers(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         // crasher — p — q: a chain of links; only `crasher` links to `p`.
         let p = Peer::spawn(worker_after(workers, 1));
         let q = Peer::spawn(worker_after(workers, 2));
@@ -187,16 +222,22 @@ fn abnormal_exit_stops_linked_peers(workers: usize) {
 
 #[test]
 fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors() {
-    abnormal_exit_stops_linked_peers(1);
+    abnormal_exit_stops_linked_peers(Drive::Single(1));
 }
 
 #[test]
 fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_workers() {
-    abnormal_exit_stops_linked_peers(4);
+    abnormal_exit_stops_linked_peers(Drive::Single(4));
 }
 
-fn unlink_before_death(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_threads() {
+    abnormal_exit_stops_linked_peers(Drive::Threads(4));
+}
+
+fn unlink_before_death(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let p = Peer::spawn(worker_after(workers, 1));
         let q = Peer::spawn(worker_after(workers, 1));
         let watches = [smarm::monitor(p.pid()), smarm::monitor(q.pid())];
@@ -238,12 +279,17 @@ fn unlink_before_death(workers: usize) {
 
 #[test]
 fn unlink_before_death_means_no_signal() {
-    unlink_before_death(1);
+    unlink_before_death(Drive::Single(1));
 }
 
 #[test]
 fn unlink_before_death_means_no_signal_on_4_workers() {
-    unlink_before_death(4);
+    unlink_before_death(Drive::Single(4));
+}
+
+#[test]
+fn unlink_before_death_means_no_signal_on_4_threads() {
+    unlink_before_death(Drive::Threads(4));
 }
 
 #[test]
@@ -276,11 +322,14 @@ fn monitor_of_a_dead_or_stale_pid_is_noproc_at_once() {
     assert_eq!(m.rx.try_recv().unwrap().reason, DownReason::NoProc);
 }
 
-fn demonitor_and_two_monitors(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn demonitor_and_two_monitors(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let (go_tx, go) = smarm::channel::<()>();
         let target =
-            smarm::spawn_on(worker_after(workers, 1), move || drop(go.recv())).unwrap();
+            smarm::spawn_on(worker_after(workers, 1), move || {
+                let _ = go.recv();
+            }).unwrap();
         let pid = target.pid();
         let first = smarm::monitor(pid);
         let second = smarm::monitor(pid);
@@ -301,7 +350,9 @@ fn demonitor_and_two_monitors(workers: usize) {
         // Demonitor after the Down: not active any more, and the queued
         // Down is discarded.
         let (go_tx, go) = smarm::channel::<()>();
-        let target = smarm::spawn_on(worker_after(workers, 2), move || drop(go.recv())).unwrap();
+        let target = smarm::spawn_on(worker_after(workers, 2), move || {
+                let _ = go.recv();
+            }).unwrap();
         let late = smarm::monitor(target.pid());
         drop(go_tx);
         target.join().unwrap();
@@ -313,16 +364,22 @@ fn demonitor_and_two_monitors(workers: usize) {
 
 #[test]
 fn demonitor_means_no_down_and_two_monitors_give_two_downs() {
-    demonitor_and_two_monitors(1);
+    demonitor_and_two_monitors(Drive::Single(1));
 }
 
 #[test]
 fn demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_workers() {
-    demonitor_and_two_monitors(4);
+    demonitor_and_two_monitors(Drive::Single(4));
 }
 
-fn reasons(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_threads() {
+    demonitor_and_two_monitors(Drive::Threads(4));
+}
+
+fn reasons(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         // Stopped.
         let sleeper = smarm::spawn_on(worker_after(workers, 1), || smarm::sleep(Duration::from_secs(60))).unwrap();
         let m = smarm::monitor(sleeper.pid());
@@ -332,8 +389,9 @@ fn reasons(workers: usize) {
         assert_eq!((down.pid, down.reason), (sleeper.pid(), DownReason::Stopped));
         sleeper.join().unwrap();
 
-        // Stopped before it ever ran.
-        let never = smarm::spawn_on(worker_after(workers, 2), || unreachable!()).unwrap();
+        // Stopped before it ever ran (it shares our worker: it cannot start
+        // before we park).
+        let never = smarm::spawn_on(worker_after(workers, 0), || unreachable!()).unwrap();
         let m = smarm::monitor(never.pid());
         smarm::request_stop(never.pid()).unwrap();
         assert_eq!(m.rx.recv().unwrap().reason, DownReason::Stopped);
@@ -357,12 +415,17 @@ fn reasons(workers: usize) {
 
 #[test]
 fn monitors_see_stopped_and_panicked_reasons() {
-    reasons(1);
+    reasons(Drive::Single(1));
 }
 
 #[test]
 fn monitors_see_stopped_and_panicked_reasons_on_4_workers() {
-    reasons(4);
+    reasons(Drive::Single(4));
+}
+
+#[test]
+fn monitors_see_stopped_and_panicked_reasons_on_4_threads() {
+    reasons(Drive::Threads(4));
 }
 
 #[test]
@@ -389,21 +452,30 @@ fn linking_to_a_dead_or_stale_pid_is_noproc() {
     assert!(smarm::trap_exit().is_none());
 }
 
-fn down_before_reclaim(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn down_before_reclaim(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let mut same_index = 0;
         for round in 0..50 {
-            // Detached: the slot is reclaimed right after finalize.
-            let h = smarm::spawn_on(worker_after(workers, round % workers), smarm::yield_now).unwrap();
+            // Detached: the slot is reclaimed right after finalize. On even
+            // rounds it shares our worker, so the reclaim is done before we
+            // run again and the next spawn can take the slot.
+            let worker = worker_after(workers, if round % 2 == 0 { 0 } else { round % workers });
+            let (go_tx, go) = smarm::channel::<()>();
+            let h = smarm::spawn_on(worker, move || {
+                let _ = go.recv();
+            })
+            .unwrap();
             let pid = h.pid();
             let m = smarm::monitor(pid);
             drop(h);
+            drop(go_tx);
             let down = m.rx.recv().unwrap();
             assert_eq!((down.pid, down.reason), (pid, DownReason::Normal));
             // The slot may be free again: whatever is spawned into it gets
             // a new generation, and the old pid stays dead everywhere.
-            let next = smarm::spawn_on(worker_after(workers, round % workers), || {}).unwrap();
+            let next = smarm::spawn_on(worker, || {}).unwrap();
             if next.pid().index() == pid.index() {
                 same_index += 1;
                 assert_ne!(next.pid().generation(), pid.generation(), "pid reused");
@@ -422,10 +494,15 @@ fn down_before_reclaim(workers: usize) {
 
 #[test]
 fn down_arrives_before_the_slot_is_reused() {
-    down_before_reclaim(1);
+    down_before_reclaim(Drive::Single(1));
 }
 
 #[test]
 fn down_arrives_before_the_slot_is_reused_on_4_workers() {
-    down_before_reclaim(4);
+    down_before_reclaim(Drive::Single(4));
+}
+
+#[test]
+fn down_arrives_before_the_slot_is_reused_on_4_threads() {
+    down_before_reclaim(Drive::Threads(4));
 }

@@ -8,18 +8,40 @@ use std::time::Duration;
 
 use smarm::{Config, LockError};
 
-fn config(workers: usize) -> Config {
-    Config { worker_count: workers, ..Config::default() }
+/// How a test is driven: every worker from this thread, deterministically
+/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
+#[derive(Debug, Clone, Copy)]
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn workers(self) -> usize {
+        match self {
+            Drive::Single(n) | Drive::Threads(n) => n,
+        }
+    }
+
+    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
+        match self {
+            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
 }
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn exclusion(workers: usize) {
+fn exclusion(drive: Drive) {
     const PROCESSES: usize = 8;
     const ITERATIONS: u64 = 200;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let counter = Arc::new(smarm::Mutex::new(0u64));
         let inside = Arc::new(AtomicUsize::new(0));
@@ -65,16 +87,22 @@ fn exclusion(workers: usize) {
 
 #[test]
 fn mutual_exclusion_under_contention() {
-    exclusion(1);
+    exclusion(Drive::Single(1));
 }
 
 #[test]
 fn mutual_exclusion_under_contention_on_4_workers() {
-    exclusion(4);
+    exclusion(Drive::Single(4));
 }
 
-fn fifo_handoff(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn mutual_exclusion_under_contention_on_4_threads() {
+    exclusion(Drive::Threads(4));
+}
+
+fn fifo_handoff(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let log = Arc::new(smarm::Mutex::new(Vec::<String>::new()));
         let guard = log.lock();
         let (queued_tx, queued) = smarm::channel::<&'static str>();
@@ -93,10 +121,11 @@ fn fifo_handoff(workers: usize) {
                     g.push(format!("{name}-"));
                 })
                 .unwrap();
-                // It announced itself and went straight into lock; let it
-                // park there before the next one queues.
+                // It announced itself and went straight into lock (on one
+                // driver thread it is parked there already); let it park
+                // before the next one queues.
                 assert_eq!(queued.recv(), Ok(name));
-                smarm::sleep(ms(1));
+                smarm::sleep(ms(5));
                 h
             })
             .collect();
@@ -114,12 +143,17 @@ fn fifo_handoff(workers: usize) {
 
 #[test]
 fn waiters_acquire_in_fifo_order() {
-    fifo_handoff(1);
+    fifo_handoff(Drive::Single(1));
 }
 
 #[test]
 fn waiters_acquire_in_fifo_order_on_4_workers() {
-    fifo_handoff(4);
+    fifo_handoff(Drive::Single(4));
+}
+
+#[test]
+fn waiters_acquire_in_fifo_order_on_4_threads() {
+    fifo_handoff(Drive::Threads(4));
 }
 
 #[test]
@@ -146,8 +180,9 @@ fn try_lock_fails_while_held() {
     assert_eq!(m.into_inner(), 1);
 }
 
-fn lock_timeouts(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn lock_timeouts(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let m = Arc::new(smarm::Mutex::new(0u32));
         let other = (smarm::current_worker().unwrap() + 1) % workers;
         let (held_tx, held) = smarm::channel::<()>();
@@ -179,12 +214,14 @@ fn lock_timeouts(workers: usize) {
         // The waiter that timed out left the queue: the unlock that follows
         // frees the lock instead of granting it to nobody.
         let m3 = m.clone();
+        let (held_tx, held) = smarm::channel::<()>();
         let holder = smarm::spawn_on(other, move || {
             let _g = m3.lock();
+            held_tx.send(()).unwrap();
             smarm::sleep(ms(20));
         })
         .unwrap();
-        smarm::sleep(ms(2));
+        held.recv().unwrap();
         assert_eq!(m.lock_timeout(ms(2)).unwrap_err(), LockError::Timeout);
         holder.join().unwrap();
         assert!(m.try_lock().is_some(), "a timed-out waiter was granted the lock");
@@ -193,12 +230,17 @@ fn lock_timeouts(workers: usize) {
 
 #[test]
 fn lock_timeout_times_out_while_held_and_succeeds_when_released() {
-    lock_timeouts(1);
+    lock_timeouts(Drive::Single(1));
 }
 
 #[test]
 fn lock_timeout_times_out_while_held_and_succeeds_when_released_on_4_workers() {
-    lock_timeouts(4);
+    lock_timeouts(Drive::Single(4));
+}
+
+#[test]
+fn lock_timeout_times_out_while_held_and_succeeds_when_released_on_4_threads() {
+    lock_timeouts(Drive::Threads(4));
 }
 
 /// Runs a `lock_timeout(5ms)` waiter against the root holding the lock;
@@ -255,8 +297,9 @@ fn lock_timeout_times_out_when_the_holder_waits_past_the_deadline() {
     assert_eq!(got, Err(LockError::Timeout));
 }
 
-fn stopped_waiters(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn stopped_waiters(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let m = Arc::new(smarm::Mutex::new(Vec::<&'static str>::new()));
         let spawn_waiter = |name: &'static str, worker: usize| {
@@ -284,9 +327,10 @@ fn stopped_waiters(workers: usize) {
         assert!(!a_got.load(Ordering::SeqCst) && b_got.load(Ordering::SeqCst));
 
         // 2. Stopped after the grant landed, before collecting it: it
-        //    passes the lock on as it unwinds.
+        //    passes the lock on as it unwinds. ("c" shares our worker, so
+        //    it cannot run between the grant and the stop.)
         let guard = m.lock();
-        let (c, c_got) = spawn_waiter("c", 1 % workers);
+        let (c, c_got) = spawn_waiter("c", smarm::current_worker().unwrap());
         let (d, d_got) = spawn_waiter("d", 3 % workers);
         drop(guard); // granted to "c", which has not run yet
         rt.request_stop(c.pid()).unwrap();
@@ -316,10 +360,15 @@ fn stopped_waiters(workers: usize) {
 
 #[test]
 fn stopped_waiters_and_holders_do_not_lose_the_lock() {
-    stopped_waiters(1);
+    stopped_waiters(Drive::Single(1));
 }
 
 #[test]
 fn stopped_waiters_and_holders_do_not_lose_the_lock_on_4_workers() {
-    stopped_waiters(4);
+    stopped_waiters(Drive::Single(4));
+}
+
+#[test]
+fn stopped_waiters_and_holders_do_not_lose_the_lock_on_4_threads() {
+    stopped_waiters(Drive::Threads(4));
 }

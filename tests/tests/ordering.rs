@@ -3,8 +3,30 @@
 
 use smarm::{Config, Selectable, TryRecvError};
 
-fn config(workers: usize) -> Config {
-    Config { worker_count: workers, ..Config::default() }
+/// How a test is driven: every worker from this thread, deterministically
+/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
+#[derive(Debug, Clone, Copy)]
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn workers(self) -> usize {
+        match self {
+            Drive::Single(n) | Drive::Threads(n) => n,
+        }
+    }
+
+    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
+        match self {
+            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
 }
 
 const SENDERS: usize = 8;
@@ -12,8 +34,8 @@ const PER_SENDER: u64 = 10_000;
 
 /// 8 senders, spread round-robin over the workers, each sending
 /// `PER_SENDER` sequence numbers to one receiver on worker 0.
-fn per_pair_fifo(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn per_pair_fifo(drive: Drive) {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let (tx, rx) = smarm::channel::<(usize, u64)>();
         let handles: Vec<_> = (0..SENDERS)
@@ -54,19 +76,25 @@ fn per_pair_fifo(workers: usize) {
 
 #[test]
 fn per_sender_fifo_80k_messages() {
-    per_pair_fifo(1);
+    per_pair_fifo(Drive::Single(1));
 }
 
 #[test]
 fn per_sender_fifo_80k_messages_on_4_workers() {
-    per_pair_fifo(4);
+    per_pair_fifo(Drive::Single(4));
+}
+
+#[test]
+fn per_sender_fifo_80k_messages_on_4_threads() {
+    per_pair_fifo(Drive::Threads(4));
 }
 
 /// Each of 8 senders feeds two receivers on different workers; each
 /// receiver checks every sender's sequence independently.
-fn two_receivers(workers: usize) {
+fn two_receivers(drive: Drive) {
+    let workers = drive.workers();
     const PER: u64 = 2_000;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..2).map(|_| smarm::channel::<(usize, u64)>()).unzip();
         let (result_tx, results) = smarm::channel::<u64>();
@@ -122,20 +150,25 @@ fn two_receivers(workers: usize) {
 
 #[test]
 fn per_pair_fifo_with_two_receivers() {
-    two_receivers(1);
+    two_receivers(Drive::Single(1));
 }
 
 #[test]
 fn per_pair_fifo_with_two_receivers_on_4_workers() {
-    two_receivers(4);
+    two_receivers(Drive::Single(4));
+}
+
+#[test]
+fn per_pair_fifo_with_two_receivers_on_4_threads() {
+    two_receivers(Drive::Threads(4));
 }
 
 /// FIFO per channel survives a select loop: 4 senders, each on its own
 /// channel, drained through select.
-fn through_select(workers: usize) {
+fn through_select(drive: Drive) {
     const CHANNELS: usize = 4;
     const PER: u64 = 2_500;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..CHANNELS).map(|_| smarm::channel::<u64>()).unzip();
         let handles: Vec<_> = txs
@@ -181,10 +214,15 @@ fn through_select(workers: usize) {
 
 #[test]
 fn per_channel_fifo_through_select() {
-    through_select(1);
+    through_select(Drive::Single(1));
 }
 
 #[test]
 fn per_channel_fifo_through_select_on_4_workers() {
-    through_select(4);
+    through_select(Drive::Single(4));
+}
+
+#[test]
+fn per_channel_fifo_through_select_on_4_threads() {
+    through_select(Drive::Threads(4));
 }

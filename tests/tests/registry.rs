@@ -3,8 +3,30 @@
 
 use smarm::{Config, JoinHandle, Pid, RegisterError};
 
-fn config(workers: usize) -> Config {
-    Config { worker_count: workers, ..Config::default() }
+/// How a test is driven: every worker from this thread, deterministically
+/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
+#[derive(Debug, Clone, Copy)]
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn workers(self) -> usize {
+        match self {
+            Drive::Single(n) | Drive::Threads(n) => n,
+        }
+    }
+
+    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
+        match self {
+            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
 }
 
 /// A process that lives until the returned sender is dropped.
@@ -19,8 +41,9 @@ fn finish((h, tx): (JoinHandle, smarm::Sender<()>)) {
     h.join().unwrap();
 }
 
-fn basics(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn basics(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let a = parked(1 % workers);
         let b = parked(2 % workers);
         let (pa, pb) = (a.0.pid(), b.0.pid());
@@ -66,16 +89,22 @@ fn basics(workers: usize) {
 
 #[test]
 fn register_whereis_unregister_name_of() {
-    basics(1);
+    basics(Drive::Single(1));
 }
 
 #[test]
 fn register_whereis_unregister_name_of_on_4_workers() {
-    basics(4);
+    basics(Drive::Single(4));
 }
 
-fn dead_holders(workers: usize) {
-    smarm::run_with(config(workers), move || {
+#[test]
+fn register_whereis_unregister_name_of_on_4_threads() {
+    basics(Drive::Threads(4));
+}
+
+fn dead_holders(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let a = parked(1 % workers);
         let pa = a.0.pid();
         smarm::register("svc", pa).unwrap();
@@ -110,17 +139,22 @@ fn dead_holders(workers: usize) {
 
 #[test]
 fn dead_holders_behave_as_absent() {
-    dead_holders(1);
+    dead_holders(Drive::Single(1));
 }
 
 #[test]
 fn dead_holders_behave_as_absent_on_4_workers() {
-    dead_holders(4);
+    dead_holders(Drive::Single(4));
 }
 
-fn race_for_a_name(workers: usize) {
+#[test]
+fn dead_holders_behave_as_absent_on_4_threads() {
+    dead_holders(Drive::Threads(4));
+}
+
+fn race_for_a_name(drive: Drive) {
     const CONTENDERS: usize = 8;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         // Each contender tries to take "leader" and reports; the winner
         // holds it until released, the losers report the holder they saw.
@@ -171,12 +205,17 @@ fn race_for_a_name(workers: usize) {
 
 #[test]
 fn racing_registrations_have_one_winner() {
-    race_for_a_name(1);
+    race_for_a_name(Drive::Single(1));
 }
 
 #[test]
 fn racing_registrations_have_one_winner_on_4_workers() {
-    race_for_a_name(4);
+    race_for_a_name(Drive::Single(4));
+}
+
+#[test]
+fn racing_registrations_have_one_winner_on_4_threads() {
+    race_for_a_name(Drive::Threads(4));
 }
 
 #[test]

@@ -6,8 +6,30 @@ use std::time::Duration;
 
 use smarm::{Config, DownReason, Pid, Selectable, Sender, TryRecvError};
 
-fn config(workers: usize) -> Config {
-    Config { worker_count: workers, ..Config::default() }
+/// How a test is driven: every worker from this thread, deterministically
+/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
+#[derive(Debug, Clone, Copy)]
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn workers(self) -> usize {
+        match self {
+            Drive::Single(n) | Drive::Threads(n) => n,
+        }
+    }
+
+    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
+        match self {
+            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
 }
 
 fn next_worker(workers: usize) -> usize {
@@ -35,8 +57,9 @@ fn call(inbox: &Sender<Request>, n: u64) -> (u64, u32) {
     reply_rx.recv().unwrap()
 }
 
-fn motivating_pattern(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn motivating_pattern(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let (inbox_tx, inbox) = smarm::channel::<Request>();
         let (events_tx, events) = smarm::channel::<Event>();
         let (crash_tx, crash_rx) = smarm::channel::<()>();
@@ -97,12 +120,17 @@ fn motivating_pattern(workers: usize) {
 
 #[test]
 fn motivating_pattern_inbox_plus_monitor_down() {
-    motivating_pattern(1);
+    motivating_pattern(Drive::Single(1));
 }
 
 #[test]
 fn motivating_pattern_inbox_plus_monitor_down_on_4_workers() {
-    motivating_pattern(4);
+    motivating_pattern(Drive::Single(4));
+}
+
+#[test]
+fn motivating_pattern_inbox_plus_monitor_down_on_4_threads() {
+    motivating_pattern(Drive::Threads(4));
 }
 
 #[test]
@@ -128,6 +156,9 @@ fn lowest_ready_index_wins() {
 
         // Parked, then two arms become ready before the selector runs: the
         // one sent to second but with the lower index wins.
+        // (Keep senders of `b` and `c`: the sender's exit must not close
+        // them, or a closed `b` would be ready forever.)
+        let _keep = (b_tx.clone(), c_tx.clone());
         let sender = smarm::spawn(move || {
             c_tx.send(30).unwrap();
             b_tx.send(20).unwrap();
@@ -178,8 +209,9 @@ fn a_closed_arm_is_ready_forever_and_must_be_dropped() {
     });
 }
 
-fn timeouts(workers: usize) {
-    smarm::run_with(config(workers), move || {
+fn timeouts(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
         let now = || smarm::now().unwrap();
         let (a_tx, a) = smarm::channel::<u32>();
         let (b_tx, b) = smarm::channel::<u32>();
@@ -213,7 +245,8 @@ fn timeouts(workers: usize) {
         let start = now();
         smarm::sleep(ms(30));
         assert!(now() - start >= ms(30), "a stale select registration woke a sleep");
-        assert_eq!(smarm::select_timeout(&[&a, &b], ms(1)), Some(1));
+        // `b` got its message before the sender exited and closed `a`.
+        assert_eq!(smarm::select(&[&b, &a]), 0);
         assert_eq!(b.try_recv(), Ok(8));
         sender.join().unwrap();
         // The sender is gone: `a` is closed, hence ready; `b` still has a
@@ -227,12 +260,17 @@ fn timeouts(workers: usize) {
 
 #[test]
 fn select_timeout_times_out_then_sees_a_message() {
-    timeouts(1);
+    timeouts(Drive::Single(1));
 }
 
 #[test]
 fn select_timeout_times_out_then_sees_a_message_on_4_workers() {
-    timeouts(4);
+    timeouts(Drive::Single(4));
+}
+
+#[test]
+fn select_timeout_times_out_then_sees_a_message_on_4_threads() {
+    timeouts(Drive::Threads(4));
 }
 
 #[test]
@@ -244,11 +282,11 @@ fn select_outside_a_process_checks_once() {
     assert_eq!(smarm::select(&[&rx]), 0);
 }
 
-fn stress(workers: usize) {
+fn stress(drive: Drive) {
     const SENDERS: usize = 8;
     const ARMS: usize = 3;
     const PER: u64 = 2_000;
-    smarm::run_with(config(workers), move || {
+    drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..ARMS).map(|_| smarm::channel::<(usize, u64)>()).unzip();
         let handles: Vec<_> = (0..SENDERS)
@@ -312,10 +350,15 @@ fn stress(workers: usize) {
 
 #[test]
 fn stress_8_senders_3_arms_every_message_once() {
-    stress(1);
+    stress(Drive::Single(1));
 }
 
 #[test]
 fn stress_8_senders_3_arms_every_message_once_on_4_workers() {
-    stress(4);
+    stress(Drive::Single(4));
+}
+
+#[test]
+fn stress_8_senders_3_arms_every_message_once_on_4_threads() {
+    stress(Drive::Threads(4));
 }

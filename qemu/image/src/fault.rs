@@ -41,13 +41,21 @@ pub const PANIC_EXIT_STATUS: i32 = 101;
 /// Set by the first report; a second one exits without printing.
 static REPORTING: AtomicBool = AtomicBool::new(false);
 
-/// The pid (`Pid::to_bits`) of the last process the panic handler began to
-/// abandon; 0 for none (generations start at 1, so no pid has bits 0). A
-/// panic in a process whose pid is already here is nested — the abandon
-/// path itself panicked — and ends the image. Pids are never reused, so a
-/// later process's panic is never mistaken for a nested one, and the value
-/// needs no clearing after a successful abandon (which never returns here).
+/// `Pid::to_bits() + 1` of the process the panic handler is abandoning in
+/// the current pass; 0 for none. A panic in a process already recorded here
+/// is nested — formatting its message or the abandon path itself panicked —
+/// and ends the image instead of recursing. A successful abandon switches
+/// away and never clears it, so the boot loop does, after every pass
+/// ([`end_of_pass`]): pids are unique within one runtime, and a pass runs
+/// only one.
 static ABANDONING: AtomicU64 = AtomicU64::new(0);
+
+/// Forgets the processes abandoned in the pass that just ended (see
+/// [`ABANDONING`]). Called by the boot loop after every `try_tick`.
+pub fn end_of_pass() {
+    // Relaxed: one core, program order.
+    ABANDONING.store(0, Ordering::Relaxed);
+}
 
 /// Returns whether this is the first report. AcqRel: orders nothing else,
 /// but makes the flag a plain one-shot latch on any memory model.
@@ -97,8 +105,9 @@ fn describe_class(class: u64) -> &'static str {
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
     if let Some(pid) = smarm_core::self_pid() {
+        let key = pid.to_bits().wrapping_add(1);
         // Relaxed: one core; the value only tells a nested panic apart.
-        if ABANDONING.swap(pid.to_bits(), Ordering::Relaxed) != pid.to_bits() {
+        if ABANDONING.swap(key, Ordering::Relaxed) != key {
             let message = info.message().to_string();
             match info.location() {
                 Some(at) => crate::println!("process {pid} panicked at {at}: {message} (abandoned)"),
@@ -108,6 +117,10 @@ fn panic(info: &PanicInfo<'_>) -> ! {
             // abandon_current returns only when no process is running,
             // which `self_pid` just ruled out: fall through to the fatal
             // report if the core ever breaks that.
+        } else if first_report() {
+            crate::println!("nested panic in process {pid} while abandoning it after its panic:");
+            crate::println!("{info}");
+            board().exit(PANIC_EXIT_STATUS)
         }
     }
     if first_report() {

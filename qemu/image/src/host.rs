@@ -151,7 +151,9 @@ pub fn drive(runtime: &mut SingleThreadRuntime) -> Result<(), String> {
     let handle: Runtime = runtime.runtime().clone();
     let platform = handle.platform().clone();
     loop {
-        if runtime.try_tick() {
+        let did = runtime.try_tick();
+        crate::fault::end_of_pass();
+        if did {
             continue;
         }
         if handle.is_finished() {

@@ -143,11 +143,11 @@ pub extern "C" fn smarm_bare_main() -> ! {
     }
     // What the abandoned (stopped, panicked) processes left behind: their
     // stacks are recycled, but whatever their frames owned is never dropped.
-    println!(
-        "heap: {} KiB of {} KiB in use after the scenarios",
-        HEAP.lock().used() / 1024,
-        HEAP.lock().size() / 1024
-    );
+    let (used, size) = {
+        let heap = HEAP.lock();
+        (heap.used(), heap.size())
+    };
+    println!("heap: {used} of {size} bytes in use after the scenarios");
     println!("{passed} passed, {failed} failed");
     board().exit(if failed == 0 { 0 } else { SCENARIO_FAILED_EXIT_STATUS })
 }

@@ -110,7 +110,11 @@ pub fn spawn_join() -> Result<(), String> {
         let expected = (PROCESSES - 1) * PROCESSES * (2 * PROCESSES - 1) / 6;
         ensure!(count == PROCESSES, "{count} results arrived, expected {PROCESSES}");
         ensure!(sum == expected, "sum of squares {sum}, expected {expected}");
-        ensure!(live_at_peak as u64 == PROCESSES + 1, "{live_at_peak} live at peak, expected {}", PROCESSES + 1);
+        ensure!(
+            live_at_peak as u64 == PROCESSES + 1,
+            "{live_at_peak} live at peak, expected {}",
+            PROCESSES + 1
+        );
         crate::println!(
             "spawn_join: {PROCESSES} processes spawned and joined ({live_at_peak} live at peak), \
              sum of squares {sum} as expected; {elapsed} ticks, {} ticks per spawn+join",
@@ -367,7 +371,8 @@ pub fn panic() -> Result<(), String> {
         );
         trapper.join().map_err(|error| format!("join trapper: {error}"))?;
         let linked_down = linked_watch.rx.recv().map_err(|_| "no Down for the linked process".to_string())?;
-        let expected_linked = DownReason::Linked { peer: victim_pid, reason: alloc::boxed::Box::new(expected) };
+        let expected_linked =
+            DownReason::Linked { peer: victim_pid, reason: alloc::boxed::Box::new(expected) };
         ensure!(
             linked_down.reason == expected_linked,
             "linked process reason {:?}, expected {expected_linked:?}",
@@ -383,7 +388,8 @@ pub fn panic() -> Result<(), String> {
             handle.join().map_err(|error| format!("join bystander: {error}"))?;
         }
         sums.sort_unstable();
-        let expected_sums: Vec<u64> = (1..=BYSTANDERS).map(|factor| factor * STEPS * (STEPS - 1) / 2).collect();
+        let expected_sums: Vec<u64> =
+            (1..=BYSTANDERS).map(|factor| factor * STEPS * (STEPS - 1) / 2).collect();
         ensure!(sums == expected_sums, "bystander sums {sums:?}, expected {expected_sums:?}");
         crate::println!(
             "panic: {victim_pid} abandoned; monitor: {}; trapping link: exit signal; \
