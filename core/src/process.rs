@@ -168,6 +168,7 @@ pub fn check() {
     // SAFETY: current core, live for the enclosing pass.
     let due = unsafe {
         (*core).preempt_disabled == 0
+            && !(*core).wait_open
             && Native::timestamp().wrapping_sub((*core).slice_start) >= shared.timeslice_ticks
     };
     if due {
@@ -185,6 +186,7 @@ pub fn maybe_preempt() {
     let due = unsafe {
         (*core).running.is_some()
             && (*core).preempt_disabled == 0
+            && !(*core).wait_open
             && Native::timestamp().wrapping_sub((*core).slice_start)
                 >= (*Arc::as_ptr(&(*core).shared)).timeslice_ticks
     };
@@ -238,6 +240,8 @@ pub fn begin_wait() -> Result<Waker, NotInProcess> {
     let epoch = slot.state.begin_wait(generation);
     observe_stop(shared, slot);
     // SAFETY: current core, live for the enclosing pass.
+    unsafe { (*core).wait_open = true };
+    // SAFETY: current core, live for the enclosing pass.
     let (index, _) = unsafe { (*core).running }.ok_or(NotInProcess)?;
     Ok(Waker { shared: shared_arc(core), pid: Pid::from_parts(index, generation), epoch })
 }
@@ -250,8 +254,10 @@ fn shared_arc(core: *mut WorkerCore) -> Arc<Shared> {
 /// Ends the current wait without parking: every registration it made is
 /// now stale and a wake that already landed is eaten.
 pub fn retire_wait() {
-    let Some((_, shared, slot, generation)) = running() else { return };
+    let Some((core, shared, slot, generation)) = running() else { return };
     let _ = slot.state.retire_wait(generation);
+    // SAFETY: current core, live for the enclosing pass.
+    unsafe { (*core).wait_open = false };
     observe_stop(shared, slot);
 }
 
@@ -260,6 +266,8 @@ pub fn retire_wait() {
 /// at once if that wake already landed. Outside a process it does nothing.
 pub fn park() {
     let Some((core, shared, slot, generation)) = running() else { return };
+    // SAFETY: current core, live for the enclosing pass.
+    unsafe { (*core).wait_open = false };
     match slot.state.park(generation) {
         // SAFETY: current core and running slot; the word is Parked.
         Park::Parked => unsafe { switch_out(core, slot, SwitchReason::Park) },

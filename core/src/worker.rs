@@ -98,6 +98,11 @@ pub(crate) struct WorkerCore {
     pub(crate) reason: SwitchReason,
     /// Nesting depth of preemption-disabled sections.
     pub(crate) preempt_disabled: u32,
+    /// The running process has opened a wait (`begin_wait`) and not yet
+    /// parked or retired it. No preemption then: a yield would turn the
+    /// word `Queued`, and a stamped wake landing on `Queued` is stale — the
+    /// wake would be lost.
+    pub(crate) wait_open: bool,
     /// Timestamp when the running process was last resumed.
     pub(crate) slice_start: u64,
     stats: StatsSnapshot,
@@ -142,6 +147,7 @@ impl Worker {
             running: None,
             reason: SwitchReason::Yield,
             preempt_disabled: 0,
+            wait_open: false,
             slice_start: 0,
             stats: StatsSnapshot::default(),
             live_here: 0,
@@ -305,6 +311,9 @@ unsafe fn run(core: *mut WorkerCore, shared: &Shared, index: u32) {
     // everything is reached through the raw pointer.
     unsafe {
         (*core).running = Some((index, generation));
+        // A resumed process has no open wait: a park ended it, a yield
+        // never had one.
+        (*core).wait_open = false;
         (*core).slice_start = Native::timestamp();
         (*core).stats.switches += 1;
         let save = ptr::addr_of_mut!((*core).context);
