@@ -416,6 +416,17 @@ pub fn abandon_current(outcome: Outcome) {
     // SAFETY: as above.
     let shared: &Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
     let Some(slot) = shared.slot(index) else { return };
+    // A process abandoned without unwinding (a bare-metal panic or stop)
+    // leaves its guards undropped: whatever preemption-off sections it had
+    // open end with it. (A runtime lock it held stays held — a panic inside
+    // a runtime critical section is a runtime bug, not a process fault.)
+    // SAFETY: current core, live for the enclosing pass.
+    unsafe {
+        (*core).preempt_disabled = 0;
+        (*core).held_leaf = 0;
+        (*core).held_channel = 0;
+        (*core).wait_open = false;
+    }
     {
         let mut cold = slot.cold.lock();
         cold.outcome = Some(outcome);

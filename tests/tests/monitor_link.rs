@@ -506,3 +506,54 @@ fn down_arrives_before_the_slot_is_reused_on_4_workers() {
 fn down_arrives_before_the_slot_is_reused_on_4_threads() {
     down_before_reclaim(Drive::Threads(4));
 }
+
+fn join_after_notifications(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        // Finalize delivers death notifications before it wakes joiners; a
+        // join must not return earlier than that either (on another OS
+        // thread the outcome is known a little before finalize runs).
+        let exits = smarm::trap_exit().unwrap();
+        let me = smarm::self_pid().unwrap();
+        for round in 0..500 {
+            let (go_tx, go) = smarm::channel::<()>();
+            let target = smarm::spawn_on(worker_after(workers, 1 + round % 3), move || {
+                smarm::link(me).unwrap();
+                let _ = go.recv();
+                if round % 2 == 1 {
+                    panic!("round {round}");
+                }
+            })
+            .unwrap();
+            let pid = target.pid();
+            let m = smarm::monitor(pid);
+            drop(go_tx);
+            let joined = target.join();
+            let down = m.rx.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, but no Down: {e}"));
+            assert_eq!(down.pid, pid);
+            if round % 2 == 1 {
+                assert!(joined.is_err());
+                let exit = exits.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, no ExitSignal: {e}"));
+                assert_eq!(exit.from, pid);
+            } else {
+                assert_eq!((joined, down.reason), (Ok(()), DownReason::Normal));
+            }
+        }
+        assert_eq!(exits.try_recv(), Err(TryRecvError::Empty));
+    });
+}
+
+#[test]
+fn join_returns_after_the_death_notifications() {
+    join_after_notifications(Drive::Single(1));
+}
+
+#[test]
+fn join_returns_after_the_death_notifications_on_4_workers() {
+    join_after_notifications(Drive::Single(4));
+}
+
+#[test]
+fn join_returns_after_the_death_notifications_on_4_threads() {
+    join_after_notifications(Drive::Threads(4));
+}

@@ -32,7 +32,7 @@ fn demonitor_race() {
             for _ in 0..(i % 200) { std::hint::spin_loop(); }
             let _ = smarm::demonitor(&m);
             t.join().unwrap();
-            match m.rx.try_recv() { Ok(_) => { h2.fetch_add(1, Ordering::SeqCst); } Err(TryRecvError::Empty) => { h2.fetch_add(1_000_000, Ordering::SeqCst); } _ => {} }
+            match m.rx.recv().map_err(|_| TryRecvError::Disconnected) { Ok(_) => { h2.fetch_add(1, Ordering::SeqCst); } Err(TryRecvError::Empty) => { h2.fetch_add(1_000_000, Ordering::SeqCst); } _ => {} }
         }
     }).unwrap();
     assert_eq!(hits.load(Ordering::SeqCst), 0, "Down after demonitor");
