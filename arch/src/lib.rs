@@ -90,7 +90,8 @@ pub unsafe trait Arch {
     fn spin_hint();
 }
 
-#[cfg(all(target_arch = "aarch64", target_os = "none", feature = "bare-boot"))] pub mod aarch64_bare;
+#[cfg(all(target_arch = "aarch64", target_os = "none", feature = "bare-boot"))]
+pub mod aarch64_bare;
 
 cfg_if::cfg_if! {
     if #[cfg(target_arch = "x86_64")] {

@@ -18,9 +18,12 @@ const ROUNDS: usize = 50_000;
 
 /// One run: the delays seen by the process on worker 1, sorted, warm-up
 /// rounds dropped.
-fn measure(spin_budget_cycles: u64) -> Vec<Duration> {
-    let engine =
-        Engine::builder().workers(2).spin_budget_cycles(spin_budget_cycles).build().expect("engine starts");
+fn measure(spin_budget_cycles: u64, max_spinners: Option<usize>) -> Vec<Duration> {
+    let mut builder = Engine::builder().workers(2).spin_budget_cycles(spin_budget_cycles);
+    if let Some(max) = max_spinners {
+        builder = builder.max_spinners(max);
+    }
+    let engine = builder.build().expect("engine starts");
     let delays = Arc::new(Mutex::new(Vec::new()));
     let out = delays.clone();
     engine
@@ -63,8 +66,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     let default_budget = Config::default().spin_budget_cycles;
-    for (label, budget) in [("spin budget 0 (park at once)", 0), ("spin budget default", default_budget)] {
-        let delays = measure(budget);
+    let configurations = [
+        ("spin budget 0 (park at once)", 0, None),
+        ("default spin budget, default max_spinners (1 of 2)", default_budget, None),
+        ("default spin budget, max_spinners 2", default_budget, Some(2)),
+    ];
+    for (label, budget, max_spinners) in configurations {
+        let delays = measure(budget, max_spinners);
         println!(
             "handoff, {label} ({budget} cycles), {} rounds: p50 {:?}  p90 {:?}  p99 {:?}  p99.9 {:?}",
             delays.len(),

@@ -158,7 +158,9 @@ pub enum RecvError {
 impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecvError::Disconnected => f.write_str("receiving on an empty channel whose senders are all gone"),
+            RecvError::Disconnected => {
+                f.write_str("receiving on an empty channel whose senders are all gone")
+            }
             RecvError::NotInProcess => f.write_str("recv called outside a process: use try_recv"),
         }
     }
@@ -362,7 +364,11 @@ impl<T: Send> Receiver<T> {
         }
     }
 
-    fn recv_matching(&self, deadline: Option<Instant>, pred: impl Fn(&T) -> bool) -> Result<T, RecvTimeoutError> {
+    fn recv_matching(
+        &self,
+        deadline: Option<Instant>,
+        pred: impl Fn(&T) -> bool,
+    ) -> Result<T, RecvTimeoutError> {
         // Fast path: no wait is opened when a message is already there.
         match self.try_recv_match(&pred) {
             Ok(v) => return Ok(v),

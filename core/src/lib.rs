@@ -58,18 +58,20 @@ pub use channel::{
     TrySendError,
 };
 pub use config::{Config, ConfigError};
-pub use monitor::{demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId};
-pub use mutex::{LockError, Mutex, MutexGuard};
-pub use registry::{name_of, register, unregister, whereis, RegisterError};
-pub use select::{select, select_timeout};
 pub use error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use host::{HostHooks, Outcome};
+pub use monitor::{
+    demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId,
+};
+pub use mutex::{LockError, Mutex, MutexGuard};
 pub use pid::Pid;
 pub use process::{
     begin_wait, check, current_runtime, current_worker, maybe_preempt, now, park, request_stop, retire_wait,
     self_pid, sleep, sleep_until, spawn, spawn_on, wake_at, yield_now, NoPreempt, Waker,
 };
+pub use registry::{name_of, register, unregister, whereis, RegisterError};
 pub use runtime::{Admin, BuildError, Drivers, JoinHandle, Runtime, RuntimeParts};
+pub use select::{select, select_timeout};
 pub use single::SingleThreadRuntime;
 pub use time::Instant;
 pub use worker::{abandon_current, StatsSnapshot, Worker};

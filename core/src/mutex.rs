@@ -80,7 +80,11 @@ impl<T> Mutex<T> {
     /// An unlocked mutex.
     pub fn new(value: T) -> Self {
         Mutex {
-            state: RuntimeMutex::channel(LockState { locked: false, waiters: VecDeque::new(), granted: None }),
+            state: RuntimeMutex::channel(LockState {
+                locked: false,
+                waiters: VecDeque::new(),
+                granted: None,
+            }),
             value: UnsafeCell::new(value),
         }
     }

@@ -100,7 +100,10 @@ unsafe fn switch_out(core: *mut WorkerCore, slot: &Slot, reason: SwitchReason) {
 fn observe_stop(shared: &Shared, slot: &Slot) {
     // Acquire pairs with the AcqRel that set the flag in request_stop.
     if slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
-        && slot.stop.compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        && slot
+            .stop
+            .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     {
         (shared.hooks.raise_stop)();
     }

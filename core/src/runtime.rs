@@ -21,15 +21,15 @@ use core::fmt;
 use smarm_arch::{Arch, Context, Native};
 use smarm_platform::{ParkToken, Platform, Stack};
 
+use crate::channel::Sender;
 use crate::config::{Config, ConfigError};
 use crate::error::{JoinError, NoProc, SpawnError};
 use crate::host::{self, HostHooks, Outcome};
-use crate::channel::Sender;
 use crate::lock::RuntimeMutex;
 use crate::monitor::{DownReason, ExitSignal, LinkAction};
-use crate::registry::Registry;
 use crate::pid::Pid;
 use crate::process;
+use crate::registry::Registry;
 use crate::ring::{MutexRing, Ring, WakeRing};
 use crate::state::{State, StateWord, Unpark};
 use crate::sync::{AtomicU8, AtomicUsize, Ordering};
@@ -61,7 +61,13 @@ pub(crate) struct SlotBody {
 
 impl Default for SlotBody {
     fn default() -> Self {
-        SlotBody { context: Context::empty(), stack: None, entry: None, locals: Vec::new(), low_water: usize::MAX }
+        SlotBody {
+            context: Context::empty(),
+            stack: None,
+            entry: None,
+            locals: Vec::new(),
+            low_water: usize::MAX,
+        }
     }
 }
 
@@ -488,7 +494,8 @@ impl Shared {
             if cold.stop_cause.is_none() && slot.stop.load(Ordering::Acquire) == STOP_NONE {
                 cold.stop_cause = cause;
             }
-            let _ = slot.stop.compare_exchange(STOP_NONE, STOP_REQUESTED, Ordering::AcqRel, Ordering::Acquire);
+            let _ =
+                slot.stop.compare_exchange(STOP_NONE, STOP_REQUESTED, Ordering::AcqRel, Ordering::Acquire);
         }
         self.unpark_for_stop(pid);
         Ok(())

@@ -515,7 +515,7 @@ fn join_after_notifications(drive: Drive) {
         // thread the outcome is known a little before finalize runs).
         let exits = smarm::trap_exit().unwrap();
         let me = smarm::self_pid().unwrap();
-        for round in 0..500 {
+        for round in 0..2_000 {
             let (go_tx, go) = smarm::channel::<()>();
             let target = smarm::spawn_on(worker_after(workers, 1 + round % 3), move || {
                 smarm::link(me).unwrap();
@@ -528,6 +528,10 @@ fn join_after_notifications(drive: Drive) {
             let pid = target.pid();
             let m = smarm::monitor(pid);
             drop(go_tx);
+            // Vary when the join arrives relative to the exit.
+            for _ in 0..(round * 37) % 400 {
+                std::hint::spin_loop();
+            }
             let joined = target.join();
             let down = m.rx.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, but no Down: {e}"));
             assert_eq!(down.pid, pid);

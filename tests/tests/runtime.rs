@@ -304,7 +304,10 @@ fn placement_follows_the_spec() {
         let (tx, seen) = (Arc::new(Mutex::new(Vec::new())), ());
         let _ = seen;
         let t = tx.clone();
-        smarm::spawn(move || t.lock().unwrap().push(smarm::current_worker().unwrap())).unwrap().join().unwrap();
+        smarm::spawn(move || t.lock().unwrap().push(smarm::current_worker().unwrap()))
+            .unwrap()
+            .join()
+            .unwrap();
         assert_eq!(*tx.lock().unwrap(), [me]);
         // Through the handle: round-robin over all four.
         tx.lock().unwrap().clear();
