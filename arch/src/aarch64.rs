@@ -49,9 +49,42 @@
 //! A fresh frame sits at `top - 160`; after the restore sp = `top`, so the
 //! trampoline and the entry function start with sp ≡ 0 (mod 16).
 //!
+//! # `resume` / `suspend`
+//!
+//! The asymmetric pair follows the x86_64 plan (see "Two ways through the
+//! same frame" there). AArch64 predicts `ret` from a return stack pushed by
+//! `bl` / `blr`, and `br` is an indirect branch predicted by its own
+//! address, so:
+//!
+//! ```text
+//!   scheduler stack                         process stack
+//!   ---------------                         -------------
+//!   bl context_resume     (x30 = A, return stack += A)
+//!     stp frame, x30 slot = A
+//!     sp -> *scheduler
+//!     sp <- *target  ......................>  frame: x30 slot = L (or trampoline)
+//!     ldp frame, `br x30` (indirect: no
+//!                          return-stack pop)  L: process runs (balanced calls)
+//!                                             suspend (inline asm, no bl):
+//!                                               `adr` L' into the x30 slot,
+//!                                               x19, x29 saved
+//!                                               sp -> *current
+//!     frame: x30 = A   <.....................   sp <- *scheduler
+//!   A: back in the scheduler <-- `ret` -------  ldp frame, `ret` (pops A: hit)
+//! ```
+//!
+//! `suspend` writes only the x19, x29 and x30 slots: asm! cannot name x19
+//! (reserved by LLVM) or x29 (frame pointer), and x30 holds the resume
+//! label. It declares x20–x28 clobbered, and clobber_abi("C") already
+//! declares all of v0–v31 (the upper halves of v8–v15 are caller-saved), so
+//! the compiler spills only the x20–x28 and d8–d15 it has live. Restoring
+//! always loads the whole frame; the stale slots land in registers the asm
+//! said were clobbered. `context_switch` and `context_resume` save the
+//! whole frame, and any of the three can load what any of them saved.
+//!
 //! # The entry trampoline
 //!
-//! The first `ret` into a fresh context lands in [`trampoline`] with
+//! The first `ret` (or `resume`'s `br`) into a fresh context lands in [`trampoline`] with
 //! x19 = entry, x20 = arg, x29 = 0. It moves the argument into x0 and
 //! `blr`s the entry. x29 = 0 ends frame-record walks, and the CFI marks x30
 //! (the return-address column) undefined, so DWARF unwinders stop there. A
@@ -65,8 +98,8 @@ use crate::{Arch, Context, EntryFn};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Aarch64;
 
-/// What [`context_switch`] stores on a suspending context's stack, lowest
-/// address first. `Context::sp` points at its first byte. Registers are in
+/// What [`context_switch`], [`context_resume`] and [`Aarch64::suspend`]
+/// store on a suspending context's stack, lowest address first. `Context::sp` points at its first byte. Registers are in
 /// `stp` / `ldp` pairs; the const assertions below check each pair is
 /// adjacent.
 #[repr(C)]
@@ -83,7 +116,9 @@ struct SwitchFrame {
     x28: usize,
     /// Frame pointer.
     x29: usize,
-    /// Link register: where the final `ret` of [`context_switch`] goes.
+    /// Link register: where the context continues (the caller of the
+    /// `switch` / `resume` that saved it, the label after a `suspend`, or
+    /// [`trampoline`]).
     x30: usize,
     /// Low 64 bits of v8–v15.
     d8: u64,
@@ -197,8 +232,77 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
     )
 }
 
+/// The scheduler side of the asymmetric pair ([`Arch::resume`]).
+///
+/// On entry (AAPCS64, called with `bl` / `blr`):
+/// - x0 = `scheduler: *mut Context` (saved into)
+/// - x1 = `target: *const Context` (loaded)
+/// - x30 = return address `A` into the caller; sp ≡ 0 (mod 16)
+///
+/// Saves a full [`SwitchFrame`] (x30 slot = `A`), loads the target's frame
+/// and branches to its x30 with `br`, which leaves the return stack alone:
+/// `A` is returned to by the `ret` of the `suspend` (or `switch`) that
+/// loads `*scheduler`. Clobbers x9 (caller-saved scratch).
+///
+/// # Safety
+///
+/// Same contract as [`Arch::resume`].
+#[unsafe(naked)]
+unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Context) {
+    // INPUTS:  x0 = scheduler, x1 = target, x30 = return address.
+    // OUTPUTS: none; x19–x30, d8–d15 and sp now belong to the target, and
+    //          control is at its x30.
+    // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
+    //          only caller-saved state: x9.
+    core::arch::naked_asm!(
+        // Save the scheduler onto its own stack.
+        "sub sp, sp, #{frame_size}",
+        "stp x19, x20, [sp, #{x19}]",
+        "stp x21, x22, [sp, #{x21}]",
+        "stp x23, x24, [sp, #{x23}]",
+        "stp x25, x26, [sp, #{x25}]",
+        "stp x27, x28, [sp, #{x27}]",
+        "stp x29, x30, [sp, #{x29}]",
+        "stp d8, d9, [sp, #{d8}]",
+        "stp d10, d11, [sp, #{d10}]",
+        "stp d12, d13, [sp, #{d12}]",
+        "stp d14, d15, [sp, #{d14}]",
+        // Swap stacks (sp cannot be the source of `str`, hence x9).
+        "mov x9, sp",
+        "str x9, [x0, #{context_sp}]",
+        "ldr x9, [x1, #{context_sp}]",
+        "mov sp, x9",
+        // Restore the target from its stack.
+        "ldp d14, d15, [sp, #{d14}]",
+        "ldp d12, d13, [sp, #{d12}]",
+        "ldp d10, d11, [sp, #{d10}]",
+        "ldp d8, d9, [sp, #{d8}]",
+        "ldp x29, x30, [sp, #{x29}]",
+        "ldp x27, x28, [sp, #{x27}]",
+        "ldp x25, x26, [sp, #{x25}]",
+        "ldp x23, x24, [sp, #{x23}]",
+        "ldp x21, x22, [sp, #{x21}]",
+        "ldp x19, x20, [sp, #{x19}]",
+        "add sp, sp, #{frame_size}",
+        // An indirect branch, not a return: `A` stays on the return stack.
+        "br x30",
+        frame_size = const FRAME_SIZE,
+        x19 = const offset_of!(SwitchFrame, x19),
+        x21 = const offset_of!(SwitchFrame, x21),
+        x23 = const offset_of!(SwitchFrame, x23),
+        x25 = const offset_of!(SwitchFrame, x25),
+        x27 = const offset_of!(SwitchFrame, x27),
+        x29 = const offset_of!(SwitchFrame, x29),
+        d8 = const offset_of!(SwitchFrame, d8),
+        d10 = const offset_of!(SwitchFrame, d10),
+        d12 = const offset_of!(SwitchFrame, d12),
+        d14 = const offset_of!(SwitchFrame, d14),
+        context_sp = const offset_of!(Context, sp),
+    )
+}
+
 /// First code a fresh context runs, reached by the `ret` of its first
-/// [`context_switch`].
+/// [`context_switch`] or the `br` of its first [`context_resume`].
 ///
 /// On entry (set up by [`Aarch64::init_context`]):
 /// - x19 = entry function, x20 = its argument
@@ -225,8 +329,12 @@ unsafe extern "C" fn trampoline() -> ! {
     )
 }
 
-// SAFETY: `context_switch` saves and restores x19–x29, x30, sp (via
-// `Context::sp`) and d8–d15 — every piece of callee-saved state in AAPCS64.
+// SAFETY: `context_switch` and `context_resume` save and restore x19–x29,
+// x30, sp (via `Context::sp`) and d8–d15 — every piece of callee-saved
+// state in AAPCS64. `suspend` saves x19, x29, sp and its resume address
+// itself and declares x20–x28 and (through clobber_abi("C")) v8–v15
+// clobbered, so the compiler preserves those. All three use one frame
+// layout.
 // `init_context` builds a frame that `context_switch` restores like any
 // other and whose trampoline calls `entry(arg)` with sp ≡ 0 (mod 16); the
 // const assertions above pin the layout the assembly relies on.
@@ -274,6 +382,91 @@ unsafe impl Arch for Aarch64 {
         // SAFETY: forwarded from this function's own contract, which is the
         // contract of `context_switch`.
         unsafe { context_switch(save_into, load_from) }
+    }
+
+    #[inline(always)]
+    unsafe fn resume(scheduler: *mut Context, target: *const Context) {
+        debug_assert!(!core::ptr::eq(scheduler, target), "resume: scheduler and target alias");
+        // SAFETY: forwarded from this function's own contract, which is the
+        // contract of `context_resume`.
+        unsafe { context_resume(scheduler, target) }
+    }
+
+    #[inline(always)]
+    unsafe fn suspend(current: *mut Context, scheduler: *const Context) {
+        debug_assert!(!core::ptr::eq(current, scheduler), "suspend: current and scheduler alias");
+        // INPUTS:  x0 = current (saved into), x1 = scheduler (loaded).
+        // OUTPUTS: none. When the asm falls through (someone resumed
+        //          `*current`), x19, x29 and sp are as they were; x20–x28
+        //          and everything clobber_abi("C") names (x0–x17, x30,
+        //          v0–v31 — so d8–d15 too) are declared clobbered, so the
+        //          compiler keeps what it needs of them itself.
+        // OPTIONS: none. Not `nostack`: the frame goes below sp, which is
+        //          16-aligned at every instruction on AArch64. Not
+        //          `nomem`/`readonly`: it writes `*current`, reads
+        //          `*scheduler`, and the other side runs arbitrary code.
+        // SAFETY: the caller's contract: `scheduler` holds a resumable
+        // context whose stack is live, `current` is valid for writes and
+        // distinct. The frame written is a full `SwitchFrame` (x20–x28 and
+        // d8–d15 slots stale, see the module doc), so whoever loads
+        // `*current` lands on label 2 with sp back at its value before the
+        // asm.
+        unsafe {
+            core::arch::asm!(
+                // Build this context's frame; its x30 slot is the label
+                // below, where a later resume branches.
+                "adr x9, 2f",
+                "sub sp, sp, #{frame_size}",
+                "str x19, [sp, #{x19}]",
+                "stp x29, x9, [sp, #{x29}]",
+                // Swap stacks.
+                "mov x9, sp",
+                "str x9, [x0, #{context_sp}]",
+                "ldr x9, [x1, #{context_sp}]",
+                "mov sp, x9",
+                // Restore the scheduler from its stack.
+                "ldp d14, d15, [sp, #{d14}]",
+                "ldp d12, d13, [sp, #{d12}]",
+                "ldp d10, d11, [sp, #{d10}]",
+                "ldp d8, d9, [sp, #{d8}]",
+                "ldp x29, x30, [sp, #{x29}]",
+                "ldp x27, x28, [sp, #{x27}]",
+                "ldp x25, x26, [sp, #{x25}]",
+                "ldp x23, x24, [sp, #{x23}]",
+                "ldp x21, x22, [sp, #{x21}]",
+                "ldp x19, x20, [sp, #{x19}]",
+                "add sp, sp, #{frame_size}",
+                // x30 = the return address `context_resume`'s `bl` pushed
+                // on the return stack: the return it predicts.
+                "ret",
+                // Resumed: sp is back where it was before the asm.
+                "2:",
+                frame_size = const FRAME_SIZE,
+                x19 = const offset_of!(SwitchFrame, x19),
+                x21 = const offset_of!(SwitchFrame, x21),
+                x23 = const offset_of!(SwitchFrame, x23),
+                x25 = const offset_of!(SwitchFrame, x25),
+                x27 = const offset_of!(SwitchFrame, x27),
+                x29 = const offset_of!(SwitchFrame, x29),
+                d8 = const offset_of!(SwitchFrame, d8),
+                d10 = const offset_of!(SwitchFrame, d10),
+                d12 = const offset_of!(SwitchFrame, d12),
+                d14 = const offset_of!(SwitchFrame, d14),
+                context_sp = const offset_of!(Context, sp),
+                in("x0") current,
+                in("x1") scheduler,
+                out("x20") _,
+                out("x21") _,
+                out("x22") _,
+                out("x23") _,
+                out("x24") _,
+                out("x25") _,
+                out("x26") _,
+                out("x27") _,
+                out("x28") _,
+                clobber_abi("C"),
+            );
+        }
     }
 
     #[inline]

@@ -10,8 +10,10 @@
 //!   pointer ([`Context`]): callee-saved registers live on its own stack;
 //! - preparing a fresh stack so that the first switch into it calls an entry
 //!   function with one machine-word argument ([`Arch::init_context`]);
-//! - the switch itself ([`Arch::switch`]), saving exactly the ABI's
-//!   callee-saved state;
+//! - the switch itself, saving exactly the ABI's callee-saved state, in two
+//!   forms over one frame layout: the symmetric [`Arch::switch`], and the
+//!   asymmetric pair a scheduler uses, [`Arch::resume`] / [`Arch::suspend`],
+//!   which keeps the CPU's return-address prediction balanced;
 //! - a cycle / timestamp counter and a spin-loop hint.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -43,10 +45,12 @@ impl Context {
 ///
 /// # Safety
 ///
-/// Implementors promise that [`Arch::switch`] saves and restores *every*
+/// Implementors promise that [`Arch::switch`], [`Arch::resume`] and
+/// [`Arch::suspend`] each preserve, for their caller, *every*
 /// register the platform ABI calls callee-saved (including the FP/SIMD and
-/// control state the ABI requires), and that [`Arch::init_context`] lays out
-/// a stack on which the first `switch` calls the entry function with the
+/// control state the ABI requires), that any of them can load a context any
+/// of them saved, and that [`Arch::init_context`] lays out a stack on which
+/// the first `switch` or `resume` calls the entry function with the
 /// argument intact and the stack aligned as the ABI demands at a call.
 pub unsafe trait Arch {
     /// Human-readable name ("x86_64", "aarch64").
@@ -79,6 +83,40 @@ pub unsafe trait Arch {
     /// is still allocated. `save_into` must be valid for writes. The two may
     /// not alias.
     unsafe fn switch(save_into: *mut Context, load_from: *const Context);
+
+    /// The scheduler side of the asymmetric pair: saves the caller's
+    /// callee-saved state into `*scheduler`, then runs `target` until it
+    /// calls [`Arch::suspend`] back to `*scheduler`. Entered by an ordinary
+    /// call; the return of that call is executed by the `suspend` (or
+    /// `switch`) that loads `*scheduler` again, so the CPU's return-address
+    /// predictor sees a balanced call / return whenever the target suspends
+    /// from the frame `resume` entered it at (no calls still open).
+    ///
+    /// `target` may be fresh (from [`Arch::init_context`]) or saved by any
+    /// of `switch`, `resume` or `suspend`: all three share one frame layout.
+    ///
+    /// # Safety
+    ///
+    /// The contract of [`Arch::switch`], with `scheduler` as `save_into` and
+    /// `target` as `load_from`.
+    unsafe fn resume(scheduler: *mut Context, target: *const Context);
+
+    /// The process side of the asymmetric pair: saves the running context
+    /// into `*current` and returns to `*scheduler` — normally the context
+    /// the [`Arch::resume`] that entered this one saved. Inlined into the
+    /// caller, so no call of its own disturbs the return-address predictor:
+    /// its final `ret` pairs with the `call` of that `resume`. Returns when
+    /// someone resumes `*current`.
+    ///
+    /// Callee-saved registers the compiler can name are declared clobbered
+    /// instead of saved, so the compiler keeps (spills) only those live
+    /// across the call; the rest are saved by the switch itself.
+    ///
+    /// # Safety
+    ///
+    /// The contract of [`Arch::switch`], with `current` as `save_into` and
+    /// `scheduler` as `load_from`.
+    unsafe fn suspend(current: *mut Context, scheduler: *const Context);
 
     /// A cheap monotonic cycle / timestamp counter (rdtsc, cntvct_el0).
     fn timestamp() -> u64;

@@ -66,9 +66,87 @@
 //! (16-aligned) inside the trampoline, and the trampoline's `call entry`
 //! pushes 8 bytes, so `entry` starts with rsp ≡ 8 (mod 16) as the ABI wants.
 //!
+//! # Two ways through the same frame: `switch`, and `resume` / `suspend`
+//!
+//! [`context_switch`] is symmetric: entered by `call`, it leaves by `ret`
+//! to the *other* side's saved return address. The CPU's return-stack
+//! buffer (RSB) predicted the `ret` from the `call` it just saw, so every
+//! symmetric switch is a mispredicted return: ~20 ns of the ~50 ns round
+//! trip measured on the development VM.
+//!
+//! A scheduler does not need symmetry: a worker always *resumes* a process
+//! and a process always *suspends* back to its worker. The pair keeps
+//! calls and returns balanced by giving each transfer the right branch:
+//!
+//! ```text
+//!   scheduler stack                         process stack
+//!   ---------------                         -------------
+//!   call context_resume   (RSB += A)
+//!     push frame, ret addr = A
+//!     sp -> *scheduler
+//!     sp <- *target  ......................>  frame: ret addr = L (or trampoline)
+//!     pop frame, `jmp L`  (indirect jump:     (no RSB entry used)
+//!                          predicted by
+//!                          the BTB)           L: process runs, makes and returns
+//!                                                from calls of its own (balanced)
+//!                                             suspend (inline asm, no call):
+//!                                               push frame, ret addr = L'
+//!                                               sp -> *current
+//!     frame: ret addr = A  <.................   sp <- *scheduler
+//!   A: back in the scheduler <-- `ret` -------  pop frame, `ret`  (RSB -= A: hit)
+//! ```
+//!
+//! So the `call` of [`context_resume`] is matched by the `ret` of the
+//! `suspend` that comes back, and the entry into the process is an
+//! indirect `jmp`, which the branch-target buffer predicts from the jump's
+//! own address. The balance holds when the process suspends from the same
+//! call depth it was resumed at (the round trip the benches measure); a
+//! process suspending from deeper inside its own calls still returns
+//! correctly, but the RSB then holds the process's return addresses above
+//! `A`, and those returns mispredict — unavoidable with one RSB and two
+//! stacks.
+//!
+//! All three entries write and read the one [`SwitchFrame`] layout, so any
+//! of them can load a context any of them saved, and a fresh frame from
+//! [`X86_64::init_context`] works for `switch` and `resume` alike (after
+//! `resume`'s `jmp`, rsp = `top` in the trampoline exactly as after
+//! `switch`'s `ret`). What differs is who fills the slots:
+//!
+//! ```text
+//!  slot            context_switch     context_resume     suspend (inline asm)
+//!  return address  pushed by `call`   pushed by `call`   `lea` of the label
+//!                                                         after the asm
+//!  rbp, rbx        saved              saved              saved (asm! cannot
+//!                                                         name them)
+//!  r12..r15        saved              saved              NOT written: the asm
+//!                                                         declares them
+//!                                                         clobbered, so the
+//!                                                         compiler spills
+//!                                                         only what is live
+//!  mxcsr, x87 CW   saved              saved              saved (asm! cannot
+//!                                                         declare them)
+//! ```
+//!
+//! Restoring always loads all six GPRs; slots `suspend` left stale land in
+//! registers its asm told the compiler were clobbered anyway.
+//!
+//! # MXCSR and the x87 control word, cheaply
+//!
+//! `ldmxcsr` is slow (~7 ns on the development VM even when it writes the
+//! value already there) and, combined with `resume`'s indirect `jmp`, an
+//! unconditional `ldmxcsr` / `fldcw` per switch measured 180–240 ns per
+//! round trip. `stmxcsr` / `fnstcw` are cheap. So `resume` and `suspend`
+//! always *save* both words, then *compare* the resumed side's saved words
+//! with the ones just saved, and `ldmxcsr` / `fldcw` only if the control
+//! bits differ (a correctly predicted branch around them otherwise). Only
+//! MXCSR's control bits ([`MXCSR_CONTROL_BITS`]) are compared: its status
+//! flags are caller-saved, so the resumed side may see the suspending side's
+//! sticky flags, and a context that merely did inexact arithmetic does not
+//! force the slow path forever. `switch` keeps its unconditional restore.
+//!
 //! # The entry trampoline
 //!
-//! The first `ret` into a fresh context lands in [`trampoline`], which moves
+//! The first `ret` (or `resume`'s `jmp`) into a fresh context lands in [`trampoline`], which moves
 //! the argument (parked in r12) into rdi and calls the entry function (parked
 //! in rbx). rbp is 0, so frame-pointer walks stop at the entry function, and
 //! the trampoline's CFI marks the return address (rip) undefined, so DWARF
@@ -92,8 +170,14 @@ const MXCSR_DEFAULT: u32 = 0x1F80;
 /// exceptions masked, 64-bit precision, round to nearest.
 const X87_CONTROL_WORD_DEFAULT: u16 = 0x037F;
 
-/// What [`context_switch`] pushes onto a suspending context's stack, lowest address
-/// first. `Context::sp` points at its first byte.
+/// MXCSR bits 6–15: DAZ, the six exception masks, rounding control and FTZ.
+/// Bits 0–5 are the sticky status flags (caller-saved); bits 16–31 are
+/// reserved and read as zero.
+const MXCSR_CONTROL_BITS: u32 = 0xFFC0;
+
+/// What [`context_switch`], [`context_resume`] and [`X86_64::suspend`] push
+/// onto a suspending context's stack, lowest address first. `Context::sp`
+/// points at its first byte.
 #[repr(C)]
 struct SwitchFrame {
     /// Saved with `stmxcsr`; only the control bits matter to the ABI.
@@ -108,12 +192,14 @@ struct SwitchFrame {
     r12: usize,
     rbx: usize,
     rbp: usize,
-    /// Where the final `ret` of [`context_switch`] goes: back into the caller of the
-    /// switch that suspended this context, or into [`trampoline`].
+    /// Where the context continues: back into the caller of the `switch` /
+    /// `resume` that suspended it, to the label after a `suspend`, or into
+    /// [`trampoline`].
     return_address: usize,
 }
 
-/// Bytes [`context_switch`] reserves below its return address.
+/// Bytes [`context_switch`] / [`context_resume`] reserve below the return
+/// address their `call` pushed.
 const SAVE_AREA_SIZE: usize = offset_of!(SwitchFrame, return_address);
 /// Bytes a fresh frame occupies below `stack_top`.
 const FRAME_SIZE: usize = size_of::<SwitchFrame>();
@@ -123,8 +209,9 @@ const _: () = {
     // The return address is the last word, directly above the save area: it
     // is the word `call context_switch` pushed.
     assert!(FRAME_SIZE == SAVE_AREA_SIZE + size_of::<usize>());
-    // `switch` starts at rsp ≡ 8 (mod 16); after reserving the save area the
-    // saved sp is 16-aligned.
+    // `switch` / `resume` start at rsp ≡ 8 (mod 16); after reserving the
+    // save area the saved sp is 16-aligned. `suspend` starts at rsp ≡ 0 and
+    // reserves the whole frame, so its saved sp is 16-aligned too.
     assert!((SAVE_AREA_SIZE + size_of::<usize>()).is_multiple_of(STACK_ALIGNMENT));
     // A fresh frame sits at `stack_top - FRAME_SIZE`, which must be a valid
     // (16-aligned) sp, and the `ret` leaves rsp = stack_top.
@@ -134,6 +221,10 @@ const _: () = {
     assert!(offset_of!(SwitchFrame, mxcsr) + size_of::<u32>() <= offset_of!(SwitchFrame, x87_control_word));
     assert!(offset_of!(SwitchFrame, x87_control_word) + size_of::<u16>() <= offset_of!(SwitchFrame, r15));
     assert!(size_of::<usize>() == 8);
+    // `test eax, imm32` takes the mask as is; it must leave out the status
+    // flags (bits 0–5) and cover every control bit the default sets.
+    assert!(MXCSR_CONTROL_BITS & 0x3F == 0);
+    assert!(MXCSR_DEFAULT & !0x3F & !MXCSR_CONTROL_BITS == 0);
 };
 
 /// The switch proper.
@@ -197,8 +288,89 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
     )
 }
 
+/// The scheduler side of the asymmetric pair ([`Arch::resume`]).
+///
+/// On entry (System V, called with `call`):
+/// - rdi = `scheduler: *mut Context` (saved into)
+/// - rsi = `target: *const Context` (loaded)
+/// - [rsp] = return address `A` into the caller; rsp ≡ 8 (mod 16)
+///
+/// Saves a full [`SwitchFrame`] whose return address is `A`, loads the
+/// target's frame and *jumps* (not returns) to its return address, leaving
+/// rsp where that frame's return address was popped. `A` is returned to
+/// later by the `ret` of the `suspend` (or `switch`) that loads
+/// `*scheduler`, which is the return the RSB expects. Clobbers rax, rcx,
+/// rdx, flags (caller-saved).
+///
+/// # Safety
+///
+/// Same contract as [`Arch::resume`].
+#[unsafe(naked)]
+unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Context) {
+    // INPUTS:  rdi = scheduler, rsi = target, [rsp] = return address.
+    // OUTPUTS: none; every callee-saved register and rsp now belong to the
+    //          target, and control is at the target's resume address.
+    // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
+    //          only caller-saved state: rax, rcx, rdx, flags.
+    core::arch::naked_asm!(
+        // Save the scheduler onto its own stack; `call` already pushed the
+        // return address slot.
+        "sub rsp, {save_area}",
+        "mov [rsp + {rbp}], rbp",
+        "mov [rsp + {rbx}], rbx",
+        "mov [rsp + {r12}], r12",
+        "mov [rsp + {r13}], r13",
+        "mov [rsp + {r14}], r14",
+        "mov [rsp + {r15}], r15",
+        "stmxcsr [rsp + {mxcsr}]",
+        "fnstcw [rsp + {x87_cw}]",
+        // Swap stacks; rdx keeps the scheduler's frame for the comparison.
+        "mov [rdi + {context_sp}], rsp",
+        "mov rdx, rsp",
+        "mov rsp, [rsi + {context_sp}]",
+        // Restore the control words only if the target's differ.
+        "mov eax, [rdx + {mxcsr}]",
+        "xor eax, [rsp + {mxcsr}]",
+        "test eax, {mxcsr_control_bits}",
+        "jnz 3f",
+        "movzx eax, word ptr [rdx + {x87_cw}]",
+        "cmp ax, word ptr [rsp + {x87_cw}]",
+        "jne 3f",
+        "2:",
+        "mov r15, [rsp + {r15}]",
+        "mov r14, [rsp + {r14}]",
+        "mov r13, [rsp + {r13}]",
+        "mov r12, [rsp + {r12}]",
+        "mov rbx, [rsp + {rbx}]",
+        "mov rbp, [rsp + {rbp}]",
+        // Pop the whole frame and jump to its return address: no RSB entry
+        // is consumed, so `A` stays on top for the suspend's `ret`.
+        "mov rcx, [rsp + {return_address}]",
+        "add rsp, {frame_size}",
+        "jmp rcx",
+        // Out of line: the control words differ.
+        "3:",
+        "ldmxcsr [rsp + {mxcsr}]",
+        "fldcw [rsp + {x87_cw}]",
+        "jmp 2b",
+        save_area = const SAVE_AREA_SIZE,
+        frame_size = const FRAME_SIZE,
+        mxcsr = const offset_of!(SwitchFrame, mxcsr),
+        x87_cw = const offset_of!(SwitchFrame, x87_control_word),
+        mxcsr_control_bits = const MXCSR_CONTROL_BITS,
+        r15 = const offset_of!(SwitchFrame, r15),
+        r14 = const offset_of!(SwitchFrame, r14),
+        r13 = const offset_of!(SwitchFrame, r13),
+        r12 = const offset_of!(SwitchFrame, r12),
+        rbx = const offset_of!(SwitchFrame, rbx),
+        rbp = const offset_of!(SwitchFrame, rbp),
+        return_address = const offset_of!(SwitchFrame, return_address),
+        context_sp = const offset_of!(Context, sp),
+    )
+}
+
 /// First code a fresh context runs, reached by the `ret` of its first
-/// [`context_switch`].
+/// [`context_switch`] or the `jmp` of its first [`context_resume`].
 ///
 /// On entry (set up by [`X86_64::init_context`]):
 /// - rbx = entry function, r12 = its argument
@@ -253,9 +425,13 @@ fn tsc_frequency_from_cpuid() -> Option<u64> {
     Some(u64::from(crystal_hz) * u64::from(numerator) / u64::from(denominator))
 }
 
-// SAFETY: `switch` saves and restores rbx, rbp, r12–r15, rsp (via
-// `Context::sp`), rip (via the return address), MXCSR and the x87 control
-// word — every piece of callee-saved state in the System V ABI.
+// SAFETY: `switch` and `resume` save and restore rbx, rbp, r12–r15, rsp
+// (via `Context::sp`), rip (via the return address), MXCSR and the x87
+// control word — every piece of callee-saved state in the System V ABI;
+// `resume` restores the control words only when they differ, which leaves
+// the same control bits. `suspend` saves rbx, rbp, rsp, rip and the control
+// words itself and declares r12–r15 clobbered, so the compiler preserves
+// those. All three use one frame layout.
 // `init_context` builds a frame that `switch` restores like any other and
 // whose trampoline calls `entry(arg)` with rsp ≡ 8 (mod 16); the const
 // assertions above pin the layout the assembly relies on.
@@ -293,6 +469,99 @@ unsafe impl Arch for X86_64 {
         // SAFETY: forwarded from this function's own contract, which is the
         // contract of `switch`.
         unsafe { context_switch(save_into, load_from) }
+    }
+
+    #[inline(always)]
+    unsafe fn resume(scheduler: *mut Context, target: *const Context) {
+        debug_assert!(!core::ptr::eq(scheduler, target), "resume: scheduler and target alias");
+        // SAFETY: forwarded from this function's own contract, which is the
+        // contract of `context_resume`.
+        unsafe { context_resume(scheduler, target) }
+    }
+
+    #[inline(always)]
+    unsafe fn suspend(current: *mut Context, scheduler: *const Context) {
+        debug_assert!(!core::ptr::eq(current, scheduler), "suspend: current and scheduler alias");
+        // INPUTS:  rdi = current (saved into), rsi = scheduler (loaded).
+        // OUTPUTS: none. When the asm falls through (someone resumed
+        //          `*current`), rbx, rbp, rsp, MXCSR and the x87 control word
+        //          are as they were; r12–r15 and everything clobber_abi("C")
+        //          names (rax, rcx, rdx, rsi, rdi, r8–r11, all vector and x87
+        //          data registers, flags) are declared clobbered, so the
+        //          compiler keeps what it needs of them itself.
+        // OPTIONS: none. Not `nostack`: the frame is pushed below rsp, which
+        //          asm! guarantees is aligned for a call (≡ 0 mod 16), so the
+        //          saved sp is 16-aligned like one saved by `context_resume`.
+        //          Not `nomem`/`readonly`: it writes `*current`, reads
+        //          `*scheduler`, and the other side runs arbitrary code.
+        // SAFETY: the caller's contract: `scheduler` holds a resumable
+        // context whose stack is live, `current` is valid for writes and
+        // distinct. The frame written is a full `SwitchFrame` (r12–r15
+        // slots stale, see the module doc), so whoever loads `*current`
+        // lands on label 2 with rsp back at its value before the asm.
+        unsafe {
+            core::arch::asm!(
+                // Build this context's frame; its return address is the
+                // label below, where a later resume jumps.
+                "lea rax, [rip + 2f]",
+                "sub rsp, {frame_size}",
+                "mov [rsp + {return_address}], rax",
+                "mov [rsp + {rbp}], rbp",
+                "mov [rsp + {rbx}], rbx",
+                "stmxcsr [rsp + {mxcsr}]",
+                "fnstcw [rsp + {x87_cw}]",
+                // Swap stacks; rdx keeps this frame for the comparison.
+                "mov [rdi + {context_sp}], rsp",
+                "mov rdx, rsp",
+                "mov rsp, [rsi + {context_sp}]",
+                // Restore the control words only if the scheduler's differ.
+                "mov eax, [rdx + {mxcsr}]",
+                "xor eax, [rsp + {mxcsr}]",
+                "test eax, {mxcsr_control_bits}",
+                "jnz 3f",
+                "movzx eax, word ptr [rdx + {x87_cw}]",
+                "cmp ax, word ptr [rsp + {x87_cw}]",
+                "jne 3f",
+                "4:",
+                "mov r15, [rsp + {r15}]",
+                "mov r14, [rsp + {r14}]",
+                "mov r13, [rsp + {r13}]",
+                "mov r12, [rsp + {r12}]",
+                "mov rbx, [rsp + {rbx}]",
+                "mov rbp, [rsp + {rbp}]",
+                // Pops the return address `context_resume`'s call pushed:
+                // the return the RSB predicts.
+                "add rsp, {save_area}",
+                "ret",
+                // Out of line: the control words differ.
+                "3:",
+                "ldmxcsr [rsp + {mxcsr}]",
+                "fldcw [rsp + {x87_cw}]",
+                "jmp 4b",
+                // Resumed: rsp is back where it was before the asm.
+                "2:",
+                save_area = const SAVE_AREA_SIZE,
+                frame_size = const FRAME_SIZE,
+                mxcsr = const offset_of!(SwitchFrame, mxcsr),
+                x87_cw = const offset_of!(SwitchFrame, x87_control_word),
+                mxcsr_control_bits = const MXCSR_CONTROL_BITS,
+                r15 = const offset_of!(SwitchFrame, r15),
+                r14 = const offset_of!(SwitchFrame, r14),
+                r13 = const offset_of!(SwitchFrame, r13),
+                r12 = const offset_of!(SwitchFrame, r12),
+                rbx = const offset_of!(SwitchFrame, rbx),
+                rbp = const offset_of!(SwitchFrame, rbp),
+                return_address = const offset_of!(SwitchFrame, return_address),
+                context_sp = const offset_of!(Context, sp),
+                in("rdi") current,
+                in("rsi") scheduler,
+                out("r12") _,
+                out("r13") _,
+                out("r14") _,
+                out("r15") _,
+                clobber_abi("C"),
+            );
+        }
     }
 
     #[inline]

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::ptr;
 
-use common::{Stack, STACK_BYTES};
+use common::{Seam, Stack, STACK_BYTES};
 use smarm_arch::{Arch, Context, Native};
 
 /// sp modulo 16 at the first instruction of a function, per the ABI: x86_64
@@ -29,6 +29,7 @@ struct Report {
 /// The contexts of the test running on this thread. Entry functions find
 /// them here because their one argument is what is under test.
 struct Home {
+    seam: Seam,
     main: Context,
     child: Context,
     report: Report,
@@ -46,7 +47,7 @@ fn report_and_go_home(report: Report) -> ! {
     // child's last switch, and is suspended while the child runs.
     unsafe {
         (*home).report = report;
-        Native::switch(&raw mut (*home).child, &raw const (*home).main);
+        (*home).seam.leave(&raw mut (*home).child, &raw const (*home).main);
     }
     unreachable!("the test never resumes a context that reported");
 }
@@ -86,17 +87,18 @@ unsafe extern "C" fn plain_entry(argument: usize) -> ! {
     report_and_go_home(Report { argument, ..Report::default() })
 }
 
-/// Runs a fresh context on `stack_top` until it reports.
-fn run_once(stack_top: *mut u8, entry: smarm_arch::EntryFn, argument: usize) -> Report {
+/// Runs a fresh context on `stack_top` until it reports, entering and
+/// leaving it through `seam`.
+fn run_once(seam: Seam, stack_top: *mut u8, entry: smarm_arch::EntryFn, argument: usize) -> Report {
     let mut home =
-        Box::new(Home { main: Context::empty(), child: Context::empty(), report: Report::default() });
+        Box::new(Home { seam, main: Context::empty(), child: Context::empty(), report: Report::default() });
     let home_pointer: *mut Home = &raw mut *home;
     HOME.with(|cell| cell.set(home_pointer));
     // SAFETY: callers pass an aligned top of a live stack that outlives this
     // call, which is the last use of the context; `home` outlives the switch.
     unsafe {
         (*home_pointer).child = Native::init_context(stack_top, entry, argument);
-        Native::switch(&raw mut (*home_pointer).main, &raw const (*home_pointer).child);
+        seam.enter(&raw mut (*home_pointer).main, &raw const (*home_pointer).child);
     }
     HOME.with(|cell| cell.set(ptr::null_mut()));
     home.report
@@ -104,6 +106,15 @@ fn run_once(stack_top: *mut u8, entry: smarm_arch::EntryFn, argument: usize) -> 
 
 #[test]
 fn stack_is_aligned_at_entry() {
+    stack_is_aligned_at_entry_through(Seam::Switch);
+}
+
+#[test]
+fn stack_is_aligned_at_entry_through_resume() {
+    stack_is_aligned_at_entry_through(Seam::ResumeSuspend);
+}
+
+fn stack_is_aligned_at_entry_through(seam: Seam) {
     let mut stack = Stack::new(STACK_BYTES);
     let top = stack.top();
     // Every 16-aligned top residue modulo 64, so a layout that only works
@@ -111,7 +122,7 @@ fn stack_is_aligned_at_entry() {
     for steps in 0..4 {
         // SAFETY: stays within the stack and keeps 16-alignment.
         let stack_top = unsafe { top.sub(steps * Native::STACK_ALIGN) };
-        let report = run_once(stack_top, sp_recording_entry, steps);
+        let report = run_once(seam, stack_top, sp_recording_entry, steps);
         assert_eq!(report.argument, steps);
         assert_eq!(
             report.sp_at_entry % 16,
@@ -136,9 +147,18 @@ fn stack_is_aligned_at_entry() {
 
 #[test]
 fn argument_arrives_intact() {
+    argument_arrives_intact_through(Seam::Switch);
+}
+
+#[test]
+fn argument_arrives_intact_through_resume() {
+    argument_arrives_intact_through(Seam::ResumeSuspend);
+}
+
+fn argument_arrives_intact_through(seam: Seam) {
     let mut stack = Stack::new(STACK_BYTES);
     for argument in [0xDEAD_BEEF_CAFE_F00D_u64 as usize, 0, usize::MAX, 1 << 63, 0x8000_0001] {
-        let report = run_once(stack.top(), plain_entry, argument);
+        let report = run_once(seam, stack.top(), plain_entry, argument);
         assert_eq!(report.argument, argument, "argument {argument:#x} arrived as {:#x}", report.argument);
     }
     drop(stack);

@@ -7,7 +7,7 @@ mod common;
 use std::backtrace::Backtrace;
 use std::panic::{self, AssertUnwindSafe};
 
-use common::{Stack, STACK_BYTES};
+use common::{Seam, Stack, STACK_BYTES};
 use smarm_arch::{Arch, Context, Native};
 
 /// How one turn of the child ended.
@@ -19,6 +19,7 @@ enum Outcome {
 }
 
 struct Shared {
+    seam: Seam,
     main: Context,
     child: Context,
     turn: u32,
@@ -51,15 +52,25 @@ unsafe extern "C" fn catching_entry(arg: usize) -> ! {
         // SAFETY: as above; both contexts are valid.
         unsafe {
             (*shared).outcome = outcome;
-            Native::switch(&raw mut (*shared).child, &raw const (*shared).main);
+            (*shared).seam.leave(&raw mut (*shared).child, &raw const (*shared).main);
         }
     }
 }
 
 #[test]
 fn panic_is_caught_at_entry_and_switching_continues() {
+    panic_is_caught_at_entry(Seam::Switch);
+}
+
+#[test]
+fn panic_is_caught_at_entry_and_suspend_works_afterwards() {
+    panic_is_caught_at_entry(Seam::ResumeSuspend);
+}
+
+fn panic_is_caught_at_entry(seam: Seam) {
     let mut stack = Stack::new(STACK_BYTES);
     let shared = Box::into_raw(Box::new(Shared {
+        seam,
         main: Context::empty(),
         child: Context::empty(),
         turn: 0,
@@ -74,7 +85,7 @@ fn panic_is_caught_at_entry_and_switching_continues() {
         unsafe {
             (*shared).turn = turn;
             (*shared).outcome = Outcome::Pending;
-            Native::switch(&raw mut (*shared).main, &raw const (*shared).child);
+            seam.enter(&raw mut (*shared).main, &raw const (*shared).child);
             outcomes.push(std::mem::replace(&mut (*shared).outcome, Outcome::Pending));
         }
     }
@@ -94,6 +105,7 @@ fn panic_is_caught_at_entry_and_switching_continues() {
 }
 
 struct BacktraceHome {
+    seam: Seam,
     main: Context,
     child: Context,
     rendered: String,
@@ -110,26 +122,40 @@ unsafe extern "C" fn backtrace_entry(arg: usize) -> ! {
     // SAFETY: the test keeps `*home` alive and is suspended while this runs.
     unsafe {
         (*home).rendered = rendered;
-        Native::switch(&raw mut (*home).child, &raw const (*home).main);
+        (*home).seam.leave(&raw mut (*home).child, &raw const (*home).main);
     }
     unreachable!("never resumed");
 }
 
 #[test]
 fn backtrace_inside_a_context_stops_at_its_entry() {
+    backtrace_stops_at_entry(Seam::Switch);
+}
+
+#[test]
+fn backtrace_inside_a_resumed_context_stops_at_its_entry() {
+    backtrace_stops_at_entry(Seam::ResumeSuspend);
+}
+
+#[inline(never)]
+fn backtrace_stops_at_entry(seam: Seam) {
     // On the test thread's own stack, the walk reaches the test harness...
     let outside = capture_inside_context();
-    assert!(outside.contains("backtrace_inside_a_context_stops_at_its_entry"), "{outside}");
+    assert!(outside.contains("backtrace_stops_at_entry"), "{outside}");
 
     let mut stack = Stack::new(STACK_BYTES);
-    let mut home =
-        Box::new(BacktraceHome { main: Context::empty(), child: Context::empty(), rendered: String::new() });
+    let mut home = Box::new(BacktraceHome {
+        seam,
+        main: Context::empty(),
+        child: Context::empty(),
+        rendered: String::new(),
+    });
     let home_pointer: *mut BacktraceHome = &raw mut *home;
     // SAFETY: the stack outlives the only switch into the context; `home`
     // outlives the switch.
     unsafe {
         (*home_pointer).child = Native::init_context(stack.top(), backtrace_entry, home_pointer as usize);
-        Native::switch(&raw mut (*home_pointer).main, &raw const (*home_pointer).child);
+        seam.enter(&raw mut (*home_pointer).main, &raw const (*home_pointer).child);
     }
     let inside = std::mem::take(&mut home.rendered);
 
@@ -137,7 +163,7 @@ fn backtrace_inside_a_context_stops_at_its_entry() {
     // nothing from the thread that switched in, nothing past the trampoline.
     assert!(inside.contains("capture_inside_context"), "{inside}");
     assert!(inside.contains("backtrace_entry"), "{inside}");
-    assert!(!inside.contains("backtrace_inside_a_context_stops_at_its_entry"), "{inside}");
+    assert!(!inside.contains("backtrace_stops_at_entry"), "{inside}");
     let frames: Vec<&str> = inside.lines().filter(|line| is_frame_line(line)).collect();
     assert!(frames.len() < 32, "{} frames: the walk did not stop at the entry\n{inside}", frames.len());
     // The outermost frame is the trampoline, whose CFI ends the walk.

@@ -1,9 +1,10 @@
 //! A million round trips between two contexts, with a counter that each side
-//! checks before handing it to the other.
+//! checks before handing it to the other: once with `switch` both ways, once
+//! with `resume` in and `suspend` out.
 
 mod common;
 
-use common::{Stack, STACK_BYTES};
+use common::{Seam, Stack, STACK_BYTES};
 use smarm_arch::{Arch, Context, Native};
 
 const ROUND_TRIPS: u64 = if cfg!(miri) { 100 } else { 1_000_000 };
@@ -11,6 +12,7 @@ const ROUND_TRIPS: u64 = if cfg!(miri) { 100 } else { 1_000_000 };
 /// State both contexts reach through a raw pointer. Neither side holds a
 /// reference across a switch; every access is a raw read or write.
 struct Shared {
+    seam: Seam,
     main: Context,
     child: Context,
     /// Odd while the child owes a reply, even when main owns it.
@@ -41,15 +43,25 @@ unsafe extern "C" fn child_entry(arg: usize) -> ! {
             (*shared).counter = counter + 1;
             rounds += 1;
             (*shared).child_rounds = rounds;
-            Native::switch(&raw mut (*shared).child, &raw const (*shared).main);
+            (*shared).seam.leave(&raw mut (*shared).child, &raw const (*shared).main);
         }
     }
 }
 
 #[test]
 fn a_million_round_trips_keep_the_counter_in_step() {
+    round_trips(Seam::Switch);
+}
+
+#[test]
+fn a_million_resume_suspend_round_trips_keep_the_counter_in_step() {
+    round_trips(Seam::ResumeSuspend);
+}
+
+fn round_trips(seam: Seam) {
     let mut stack = Stack::new(STACK_BYTES);
     let shared = Box::into_raw(Box::new(Shared {
+        seam,
         main: Context::empty(),
         child: Context::empty(),
         counter: 0,
@@ -69,7 +81,7 @@ fn a_million_round_trips_keep_the_counter_in_step() {
             let counter = (*shared).counter;
             assert_eq!(counter, 2 * round, "main saw the wrong counter before round {round}");
             (*shared).counter = counter + 1;
-            Native::switch(&raw mut (*shared).main, &raw const (*shared).child);
+            seam.enter(&raw mut (*shared).main, &raw const (*shared).child);
             assert_eq!((*shared).counter, 2 * round + 2, "main saw the wrong counter after round {round}");
         }
     }

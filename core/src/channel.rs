@@ -397,8 +397,11 @@ impl<T: Send> Receiver<T> {
                     let v = inner.queue.remove(i).expect("position is in range");
                     let unblocked = self.take_blocked_sender(&mut inner);
                     drop(inner);
-                    process::retire_wait();
+                    // Wake the blocked senders before retire_wait, which
+                    // raises a stop requested since begin_wait: unwinding
+                    // past them would leave them parked for good.
                     wake_first(unblocked);
+                    process::retire_wait();
                     return Ok(v);
                 }
                 if self.chan.senders.load(Ordering::Acquire) == 0 {

@@ -149,8 +149,13 @@ impl<T: ?Sized> Mutex<T> {
                 if !st.locked {
                     st.locked = true;
                     drop(st);
+                    // The guard exists before retire_wait, which raises a
+                    // stop requested (from another thread) since begin_wait:
+                    // unwinding then drops it and the lock is handed on
+                    // instead of staying held by nobody.
+                    let guard = MutexGuard { mutex: self };
                     process::retire_wait();
-                    return Ok(MutexGuard { mutex: self });
+                    return Ok(guard);
                 }
                 st.waiters.push_back(waker);
             }

@@ -81,6 +81,11 @@ pub(crate) struct Cold {
     pub(crate) handle: bool,
     /// The worker has finalized the process.
     pub(crate) finalized: bool,
+    /// Finalize has delivered the death notifications (monitors, links):
+    /// from here on `join` may return. The outcome alone is not enough — it
+    /// is set before the process switches out for the last time, and on
+    /// another thread a joiner could see it before finalize has run.
+    pub(crate) notified: bool,
     /// Death hooks run at finalize, after the stack is recycled and before
     /// joiners are woken (monitors, links).
     pub(crate) on_death: Vec<DeathHook>,
@@ -587,19 +592,13 @@ impl Shared {
             self.trim_if_deep(&stack, low_water);
             self.recycle_stack(stack);
         }
-        let (reason, hooks, joiners, links, trap) = {
+        let (reason, hooks, links, trap) = {
             let mut cold = slot.cold.lock();
             // The outcome was set (under this lock) by the exiting process;
-            // from then on no death hook, joiner or link can be added.
+            // from then on no death hook or link can be added.
             let outcome = cold.outcome.clone().unwrap_or(Outcome::Normal);
             let reason = DownReason::from_outcome(&outcome, cold.stop_cause.as_ref());
-            (
-                reason,
-                core::mem::take(&mut cold.on_death),
-                core::mem::take(&mut cold.joiners),
-                core::mem::take(&mut cold.links),
-                cold.trap.take(),
-            )
+            (reason, core::mem::take(&mut cold.on_death), core::mem::take(&mut cold.links), cold.trap.take())
         };
         // Outside the slot lock: dropping a sender may take a channel lock.
         drop(trap);
@@ -609,6 +608,13 @@ impl Shared {
         for peer in links {
             self.propagate_exit(peer, pid, &reason);
         }
+        // Notifications are out: joiners may go. Those that arrive from now
+        // on return at once; those that came before are taken here.
+        let joiners = {
+            let mut cold = slot.cold.lock();
+            cold.notified = true;
+            core::mem::take(&mut cold.joiners)
+        };
         for (joiner, epoch) in joiners {
             self.unpark_at(joiner, epoch);
         }
@@ -838,30 +844,34 @@ impl JoinHandle {
         self.pid
     }
 
-    /// Whether the process has ended (its outcome is known).
+    /// Whether the process has ended (its outcome is known and its death
+    /// notifications are delivered).
     pub fn is_finished(&self) -> bool {
         let slot = &self.shared.slots[self.pid.index() as usize];
-        let finished = slot.cold.lock().outcome.is_some();
+        let finished = slot.cold.lock().notified;
         finished
     }
 
-    /// The outcome without waiting: `None` while the process runs.
+    /// The outcome without waiting: `None` while the process runs (or
+    /// until its death notifications are delivered).
     pub fn try_join(&self) -> Option<Result<(), JoinError>> {
         let slot = &self.shared.slots[self.pid.index() as usize];
         let cold = slot.cold.lock();
-        cold.outcome.as_ref().map(outcome_to_result)
+        cold.outcome.as_ref().filter(|_| cold.notified).map(outcome_to_result)
     }
 
-    /// Parks the calling process until this one ends. `Ok(())` for a normal
-    /// exit and for a stopped process; `Err(Panicked(message))` for a panic.
-    /// Outside a process: `Err(NotInProcess)` unless already finished.
+    /// Parks the calling process until this one ends and its death
+    /// notifications (monitor Downs, link signals) are delivered. `Ok(())`
+    /// for a normal exit and for a stopped process; `Err(Panicked(message))`
+    /// for a panic. Outside a process: `Err(NotInProcess)` unless already
+    /// finished.
     pub fn join(self) -> Result<(), JoinError> {
         let slot = &self.shared.slots[self.pid.index() as usize];
         loop {
             let wait = process::begin_wait().ok();
             {
                 let mut cold = slot.cold.lock();
-                if let Some(outcome) = cold.outcome.as_ref() {
+                if let Some(outcome) = cold.outcome.as_ref().filter(|_| cold.notified) {
                     let result = outcome_to_result(outcome);
                     drop(cold);
                     if wait.is_some() {

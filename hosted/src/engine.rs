@@ -41,8 +41,8 @@ use smarm_platform::linux::{EMPTY, NOTIFIED};
 use smarm_platform::{ParkToken, Platform};
 
 use crate::context::{self, HostContext, DEFAULT_IO_THREADS};
-use smarm_platform::linux::LinuxPlatform;
 use crate::RunError;
+use smarm_platform::linux::LinuxPlatform;
 
 /// Configures and starts an [`Engine`]. Every setting has a default; the
 /// defaults are those of [`Config::default`]:

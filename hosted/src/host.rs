@@ -61,7 +61,8 @@ pub(crate) fn install_panic_hook() {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
             if let Some(pid) = smarm_core::self_pid() {
-                let worker = smarm_core::current_worker().map_or(String::new(), |w| format!(" on worker {w}"));
+                let worker =
+                    smarm_core::current_worker().map_or(String::new(), |w| format!(" on worker {w}"));
                 eprintln!("smarm: process {pid}{worker} panicked:");
             }
             previous(info);

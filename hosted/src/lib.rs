@@ -185,7 +185,8 @@ pub(crate) fn build_parts(
         .map_err(|e| RunError::Platform(format!("cannot install the stack-overflow handler: {e}")))?;
     host::install_panic_hook();
     let platform = Arc::new(LinuxPlatform::new().map_err(|e| RunError::Platform(e.to_string()))?);
-    let parts = RuntimeParts::new(config, platform.clone(), &host::HOOKS, drivers).map_err(RunError::Build)?;
+    let parts =
+        RuntimeParts::new(config, platform.clone(), &host::HOOKS, drivers).map_err(RunError::Build)?;
     Ok((parts, platform))
 }
 
@@ -214,9 +215,7 @@ where
     single.run();
     context.shutdown();
     match handle.try_join() {
-        Some(Ok(())) => {
-            result.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(RunError::Stopped)
-        }
+        Some(Ok(())) => result.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(RunError::Stopped),
         Some(Err(JoinError::Panicked(message))) => Err(RunError::Panicked(message)),
         Some(Err(JoinError::NotInProcess)) | None => Err(RunError::Stopped),
     }

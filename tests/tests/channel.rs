@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use smarm::{
-    Config, DownReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError,
-};
+use smarm::{Config, DownReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError};
 
 /// How a test is driven: every worker from this thread, deterministically
 /// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
@@ -76,7 +74,7 @@ fn fifo(drive: Drive) {
         let sender = smarm::spawn_on(next_worker(workers), move || {
             for i in 0..1_000 {
                 tx.send(i).unwrap();
-                if i % 7 == 0 {
+                if i.is_multiple_of(7) {
                     smarm::yield_now();
                 }
             }
@@ -343,7 +341,7 @@ fn try_recv_match_takes_the_first_match_and_keeps_the_rest_in_order() {
         for v in [1, 2, 3, 4, 5, 6] {
             tx.send(v).unwrap();
         }
-        let even = |v: &u32| v % 2 == 0;
+        let even = |v: &u32| v.is_multiple_of(2);
         assert_eq!(rx.try_recv_match(even), Ok(2));
         assert_eq!(rx.try_recv_match(even), Ok(4));
         assert_eq!(rx.try_recv_match(|v| *v > 4), Ok(5));
@@ -659,7 +657,7 @@ fn pipeline(drive: Drive) {
         let feeder = smarm::spawn(move || {
             for v in 0..MESSAGES {
                 first_tx.send(v).unwrap();
-                if v % 16 == 0 {
+                if v.is_multiple_of(16) {
                     smarm::yield_now();
                 }
             }

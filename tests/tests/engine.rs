@@ -28,7 +28,10 @@ fn root_panic_and_config_errors_are_typed() {
     let err = engine(2).block_on(|| -> u32 { panic!("root gave up") }).unwrap_err();
     assert_eq!(err, RunError::Panicked("root gave up".into()));
     let err = Engine::builder().workers(0).build().unwrap_err();
-    assert!(matches!(err, RunError::Build(smarm::BuildError::Config(smarm::ConfigError::NoWorkers))), "{err}");
+    assert!(
+        matches!(err, RunError::Build(smarm::BuildError::Config(smarm::ConfigError::NoWorkers))),
+        "{err}"
+    );
     let err = smarm::runtime::init(Config { stack_size: 1024, ..Config::default() }).unwrap_err();
     assert!(err.to_string().contains("stack_size"), "{err}");
 }

@@ -103,9 +103,14 @@ fn normal_exit_does_not_propagate(drive: Drive) {
         let (linked_tx, linked_rx) = smarm::channel::<Pid>();
         let trapper = smarm::spawn_on(worker_after(workers, 1), move || {
             let exits = smarm::trap_exit().unwrap();
-            let child = smarm::spawn_on(worker_after(workers, 1), || smarm::sleep(ms(2))).unwrap();
+            let (go_tx, go) = smarm::channel::<()>();
+            let child = smarm::spawn_on(worker_after(workers, 1), move || {
+                let _ = go.recv();
+            })
+            .unwrap();
             smarm::link(child.pid()).unwrap();
             linked_tx.send(child.pid()).unwrap();
+            drop(go_tx);
             child.join().unwrap();
             smarm::sleep(ms(2));
             trapped_tx.send(exits.try_recv()).unwrap();
@@ -152,7 +157,8 @@ fn trapping_peer_gets_exit_signals(drive: Drive) {
         );
 
         // A stop arrives too, as Stopped; the link was made from our side.
-        let sleeper = smarm::spawn_on(worker_after(workers, 2), || smarm::sleep(Duration::from_secs(60))).unwrap();
+        let sleeper =
+            smarm::spawn_on(worker_after(workers, 2), || smarm::sleep(Duration::from_secs(60))).unwrap();
         smarm::link(sleeper.pid()).unwrap();
         smarm::request_stop(sleeper.pid()).unwrap();
         let pid = sleeper.pid();
@@ -254,13 +260,15 @@ fn unlink_before_death(drive: Drive) {
         assert!(crasher.join().is_err());
         // Unlinked from the other side: the trapping root gets no signal.
         let exits = smarm::trap_exit().unwrap();
-        let crasher = smarm::spawn_on(worker_after(workers, 3), || {
-            smarm::sleep(ms(2));
+        let (go_tx, go) = smarm::channel::<()>();
+        let crasher = smarm::spawn_on(worker_after(workers, 3), move || {
+            let _ = go.recv();
             panic!("unlinked too");
         })
         .unwrap();
         smarm::link(crasher.pid()).unwrap();
         smarm::unlink(crasher.pid());
+        drop(go_tx);
         assert!(crasher.join().is_err());
         smarm::sleep(ms(2));
         assert_eq!(exits.try_recv(), Err(TryRecvError::Empty));
@@ -326,10 +334,10 @@ fn demonitor_and_two_monitors(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {
         let (go_tx, go) = smarm::channel::<()>();
-        let target =
-            smarm::spawn_on(worker_after(workers, 1), move || {
-                let _ = go.recv();
-            }).unwrap();
+        let target = smarm::spawn_on(worker_after(workers, 1), move || {
+            let _ = go.recv();
+        })
+        .unwrap();
         let pid = target.pid();
         let first = smarm::monitor(pid);
         let second = smarm::monitor(pid);
@@ -351,8 +359,9 @@ fn demonitor_and_two_monitors(drive: Drive) {
         // Down is discarded.
         let (go_tx, go) = smarm::channel::<()>();
         let target = smarm::spawn_on(worker_after(workers, 2), move || {
-                let _ = go.recv();
-            }).unwrap();
+            let _ = go.recv();
+        })
+        .unwrap();
         let late = smarm::monitor(target.pid());
         drop(go_tx);
         target.join().unwrap();
@@ -381,7 +390,8 @@ fn reasons(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {
         // Stopped.
-        let sleeper = smarm::spawn_on(worker_after(workers, 1), || smarm::sleep(Duration::from_secs(60))).unwrap();
+        let sleeper =
+            smarm::spawn_on(worker_after(workers, 1), || smarm::sleep(Duration::from_secs(60))).unwrap();
         let m = smarm::monitor(sleeper.pid());
         smarm::sleep(ms(1));
         smarm::request_stop(sleeper.pid()).unwrap();
@@ -398,12 +408,14 @@ fn reasons(drive: Drive) {
         never.join().unwrap();
 
         // Panicked, with the message.
-        let crasher = smarm::spawn_on(worker_after(workers, 3), || {
-            smarm::yield_now();
+        let (go_tx, go) = smarm::channel::<()>();
+        let crasher = smarm::spawn_on(worker_after(workers, 3), move || {
+            let _ = go.recv();
             panic!("bad input: {}", 42);
         })
         .unwrap();
         let m = smarm::monitor(crasher.pid());
+        drop(go_tx);
         let down = m.rx.recv().unwrap();
         assert_eq!(down.reason, DownReason::Panicked("bad input: 42".into()));
         assert!(down.reason.is_abnormal());
@@ -457,11 +469,11 @@ fn down_before_reclaim(drive: Drive) {
     drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let mut same_index = 0;
-        for round in 0..50 {
+        for round in 0..50usize {
             // Detached: the slot is reclaimed right after finalize. On even
             // rounds it shares our worker, so the reclaim is done before we
             // run again and the next spawn can take the slot.
-            let worker = worker_after(workers, if round % 2 == 0 { 0 } else { round % workers });
+            let worker = worker_after(workers, if round.is_multiple_of(2) { 0 } else { round % workers });
             let (go_tx, go) = smarm::channel::<()>();
             let h = smarm::spawn_on(worker, move || {
                 let _ = go.recv();
@@ -537,7 +549,8 @@ fn join_after_notifications(drive: Drive) {
             assert_eq!(down.pid, pid);
             if round % 2 == 1 {
                 assert!(joined.is_err());
-                let exit = exits.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, no ExitSignal: {e}"));
+                let exit =
+                    exits.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, no ExitSignal: {e}"));
                 assert_eq!(exit.from, pid);
             } else {
                 assert_eq!((joined, down.reason), (Ok(()), DownReason::Normal));

@@ -69,7 +69,7 @@ fn exclusion(drive: Drive) {
                         *guard = v + 1;
                         inside.fetch_sub(1, Ordering::SeqCst);
                         drop(guard);
-                        if i % 3 == 0 {
+                        if i.is_multiple_of(3) {
                             smarm::yield_now();
                         }
                     }

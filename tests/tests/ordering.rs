@@ -45,7 +45,7 @@ fn per_pair_fifo(drive: Drive) {
                     for seq in 0..PER_SENDER {
                         tx.send((k, seq)).unwrap();
                         // Vary the interleaving per sender.
-                        if seq % (13 + k as u64) == 0 {
+                        if seq.is_multiple_of(13 + k as u64) {
                             smarm::yield_now();
                         }
                     }
@@ -128,7 +128,7 @@ fn two_receivers(drive: Drive) {
                         let first = (seq % 2) as usize;
                         txs[first].send((k, seq)).unwrap();
                         txs[1 - first].send((k, seq)).unwrap();
-                        if seq % 32 == 0 {
+                        if seq.is_multiple_of(32) {
                             smarm::yield_now();
                         }
                     }
@@ -177,7 +177,7 @@ fn through_select(drive: Drive) {
                 rt.spawn(move || {
                     for seq in 0..PER {
                         tx.send(seq).unwrap();
-                        if seq % 10 == 0 {
+                        if seq.is_multiple_of(10) {
                             smarm::yield_now();
                         }
                     }

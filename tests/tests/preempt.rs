@@ -42,7 +42,10 @@ fn allocating_processes_share_the_worker(engine: Engine) {
                             c[me].store(*b + 1, Ordering::Relaxed);
                             if i == n / 2 {
                                 s[me].store(c[other].load(Ordering::Relaxed), Ordering::Relaxed);
-                                assert!(!d[other].load(Ordering::Relaxed), "the other process finished first");
+                                assert!(
+                                    !d[other].load(Ordering::Relaxed),
+                                    "the other process finished first"
+                                );
                             }
                         }
                         d[me].store(true, Ordering::Relaxed);

@@ -295,7 +295,7 @@ fn stress(drive: Drive) {
                 rt.spawn(move || {
                     for seq in 0..PER {
                         tx.send((k, seq)).unwrap();
-                        if seq % 50 == 0 {
+                        if seq.is_multiple_of(50) {
                             smarm::yield_now();
                         }
                     }
@@ -313,7 +313,7 @@ fn stress(drive: Drive) {
         while !open.is_empty() {
             let arms: Vec<&dyn Selectable> = open.iter().map(|&i| &rxs[i] as &dyn Selectable).collect();
             // Alternate the two entry points; a timeout is just another lap.
-            let picked = if (count.iter().sum::<u64>() + timeouts) % 2 == 0 {
+            let picked = if (count.iter().sum::<u64>() + timeouts).is_multiple_of(2) {
                 Some(smarm::select(&arms))
             } else {
                 smarm::select_timeout(&arms, ms(50))

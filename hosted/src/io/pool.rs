@@ -125,7 +125,8 @@ impl IoPool {
     pub(crate) fn shutdown(&self, join: bool) {
         self.inner.lock().shutdown = true;
         self.inner.ready.notify_all();
-        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        let handles =
+            std::mem::take(&mut *self.handles.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
         if join {
             for handle in handles {
                 let _ = handle.join();

@@ -149,7 +149,12 @@ impl Reactor {
 
     /// Registers `waker` as the waiter for `direction` on `fd` and arms the
     /// kernel registration.
-    pub(crate) fn register(&self, fd: RawFd, direction: Direction, waker: Waker) -> Result<(), RegisterError> {
+    pub(crate) fn register(
+        &self,
+        fd: RawFd,
+        direction: Direction,
+        waker: Waker,
+    ) -> Result<(), RegisterError> {
         self.ensure_poller()?;
         let mut table = lock(&self.table);
         let table = &mut *table;
