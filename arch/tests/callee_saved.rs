@@ -1,21 +1,29 @@
 //! Every callee-saved register survives a switch away and back, even when the
 //! other context overwrites all of them.
 //!
-//! One asm routine, [`switch_with_registers`], is used by both sides: it
-//! loads a full set of callee-saved values from a pattern, calls the switch,
-//! and on resumption stores what the registers hold into a record. Main runs
-//! it with [`PATTERN`]; the child runs it with [`CLOBBER`], every value
-//! different. If the switch forgot any register, main would read back the
-//! child's value for it (and the child main's).
+//! One asm routine, [`transfer_with_registers`], is used by both sides: it
+//! loads a full set of callee-saved values from a pattern, calls the
+//! transfer it is given, and on resumption stores what the registers hold
+//! into a record. Main runs it with [`PATTERN`]; the child runs it with
+//! [`CLOBBER`], every value different. If the transfer forgot any register,
+//! main would read back the child's value for it (and the child main's).
+//!
+//! Run twice: with `switch` on both sides, and with `resume` (main) /
+//! `suspend` (child). `suspend` is inline asm that leaves some registers to
+//! the compiler; its C wrapper [`suspend_c`] is where the compiler must save
+//! them, so a clobber missing from the asm shows up here too.
 
 mod common;
 
 use core::mem::offset_of;
 #[cfg(target_arch = "aarch64")]
-use core::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use common::{Stack, STACK_BYTES};
 use smarm_arch::{Arch, Context, Native};
+
+/// A transfer with a C ABI, so assembly can `call` / `blr` it.
+type TransferFn = unsafe extern "C" fn(*mut Context, *const Context);
 
 /// The switch with a C ABI, so assembly can `call` / `bl` it.
 ///
@@ -24,6 +32,7 @@ use smarm_arch::{Arch, Context, Native};
 /// unnoticed by the register patterns. The wrapper therefore checks its own
 /// frame pointer across the switch — the place where such a switch would
 /// break real callers (frame-pointer unwinding, locals addressed off x29).
+/// [`resume_c`] and [`suspend_c`] do the same.
 ///
 /// # Safety
 ///
@@ -34,15 +43,54 @@ unsafe extern "C" fn switch_c(save_into: *mut Context, load_from: *const Context
     // SAFETY: forwarded from this function's contract.
     unsafe { Native::switch(save_into, load_from) }
     #[cfg(target_arch = "aarch64")]
-    if frame_pointer() != frame_pointer_before {
-        FRAME_POINTER_CHANGES.fetch_add(1, Ordering::Relaxed);
+    note_frame_pointer(frame_pointer_before);
+}
+
+/// [`Arch::resume`] with a C ABI.
+///
+/// # Safety
+///
+/// The contract of [`Arch::resume`].
+unsafe extern "C" fn resume_c(scheduler: *mut Context, target: *const Context) {
+    #[cfg(target_arch = "aarch64")]
+    let frame_pointer_before = frame_pointer();
+    // SAFETY: forwarded from this function's contract.
+    unsafe { Native::resume(scheduler, target) }
+    #[cfg(target_arch = "aarch64")]
+    note_frame_pointer(frame_pointer_before);
+}
+
+/// [`Arch::suspend`] with a C ABI: the compiler saves here whatever the
+/// inline asm declares clobbered and the C ABI calls callee-saved.
+///
+/// # Safety
+///
+/// The contract of [`Arch::suspend`].
+unsafe extern "C" fn suspend_c(current: *mut Context, scheduler: *const Context) {
+    #[cfg(target_arch = "aarch64")]
+    let frame_pointer_before = frame_pointer();
+    // SAFETY: forwarded from this function's contract.
+    unsafe { Native::suspend(current, scheduler) }
+    #[cfg(target_arch = "aarch64")]
+    note_frame_pointer(frame_pointer_before);
+}
+
+/// Counts a transfer after which the wrapper's frame pointer changed.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn note_frame_pointer(before: usize) {
+    if frame_pointer() != before {
+        FRAME_POINTER_CHANGES.with(|changes| changes.set(changes.get() + 1));
     }
 }
 
-/// Switches after which [`switch_c`] found its frame pointer changed.
-/// Relaxed: both contexts run on one thread.
 #[cfg(target_arch = "aarch64")]
-static FRAME_POINTER_CHANGES: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Transfers after which a wrapper found its frame pointer changed. Per
+    /// thread: both contexts of a test run on its thread, and the tests run
+    /// in parallel.
+    static FRAME_POINTER_CHANGES: Cell<usize> = const { Cell::new(0) };
+}
 
 /// The current x29.
 #[cfg(target_arch = "aarch64")]
@@ -123,22 +171,25 @@ mod registers {
         sp_after: 0,
     };
 
-    /// Loads `pattern` into every callee-saved register, switches from
-    /// `save_into` to `load_from`, and when switched back stores the
-    /// registers into `*record`. Leaves the caller's registers as they were.
+    /// Loads `pattern` into every callee-saved register, transfers from
+    /// `save_into` to `load_from` with `transfer`, and when resumed stores
+    /// the registers into `*record`. Leaves the caller's registers as they
+    /// were.
     ///
     /// # Safety
     ///
-    /// The contract of [`Arch::switch`]; `record` valid for writes.
+    /// The contract of `transfer` (that of [`Arch::switch`]); `record`
+    /// valid for writes.
     #[inline(never)]
-    pub unsafe fn switch_with_registers(
+    pub unsafe fn transfer_with_registers(
+        transfer: TransferFn,
         save_into: *mut Context,
         load_from: *const Context,
         pattern: &Registers,
         record: *mut Registers,
     ) {
         // INPUTS:  rdi = save_into, rsi = load_from, rdx = pattern,
-        //          rcx = record.
+        //          rcx = record, r8 = transfer.
         // OUTPUTS: *record. rbx and rbp (which asm! may not name) and the
         //          caller's MXCSR / x87 control word are saved on the stack
         //          and restored; r12–r15 are declared clobbered; the call
@@ -146,7 +197,7 @@ mod registers {
         // OPTIONS: none: the block uses the stack (pushes, a call), so it
         //          relies on asm!'s guarantee that rsp is call-aligned on
         //          entry; 16 + 16 bytes keep it aligned for the call.
-        // SAFETY: the switch's contract is the caller's; `pattern` is a
+        // SAFETY: the transfer's contract is the caller's; `pattern` is a
         // valid reference, `record` valid for writes. Everything the block
         // changes and may not leave changed is restored before it ends.
         unsafe {
@@ -166,7 +217,7 @@ mod registers {
                 "ldmxcsr [rdx + {mxcsr}]",
                 "fldcw [rdx + {x87_cw}]",
                 "mov [rcx + {sp_before}], rsp",
-                "call {switch}",
+                "call r8",
                 "mov rax, [rsp + 8]",
                 "mov [rax + {sp_after}], rsp",
                 "mov [rax + {rbx}], rbx",
@@ -182,7 +233,6 @@ mod registers {
                 "add rsp, 16",
                 "pop rbx",
                 "pop rbp",
-                switch = sym switch_c,
                 rbx = const offset_of!(Registers, rbx),
                 rbp = const offset_of!(Registers, rbp),
                 r12 = const offset_of!(Registers, r12),
@@ -197,6 +247,7 @@ mod registers {
                 in("rsi") load_from,
                 in("rdx") pattern as *const Registers,
                 in("rcx") record,
+                in("r8") transfer,
                 out("r12") _,
                 out("r13") _,
                 out("r14") _,
@@ -313,15 +364,18 @@ mod registers {
         sp_after: 0,
     };
 
-    /// Loads `pattern` into every callee-saved register, switches from
-    /// `save_into` to `load_from`, and when switched back stores the
-    /// registers into `*record`. Leaves the caller's registers as they were.
+    /// Loads `pattern` into every callee-saved register, transfers from
+    /// `save_into` to `load_from` with `transfer`, and when resumed stores
+    /// the registers into `*record`. Leaves the caller's registers as they
+    /// were.
     ///
     /// # Safety
     ///
-    /// The contract of [`Arch::switch`]; `record` valid for writes.
+    /// The contract of `transfer` (that of [`Arch::switch`]); `record`
+    /// valid for writes.
     #[inline(never)]
-    pub unsafe fn switch_with_registers(
+    pub unsafe fn transfer_with_registers(
+        transfer: TransferFn,
         save_into: *mut Context,
         load_from: *const Context,
         pattern: &Registers,
@@ -336,7 +390,7 @@ mod registers {
         //          caller-saved).
         // OPTIONS: none: the block uses the stack and makes a call; sp is
         //          16-aligned throughout (32-byte spill area).
-        // SAFETY: the switch's contract is the caller's; `pattern` is a
+        // SAFETY: the transfer's contract is the caller's; `pattern` is a
         // valid reference, `record` valid for writes. Everything the block
         // changes and may not leave changed is restored before it ends.
         unsafe {
@@ -356,7 +410,7 @@ mod registers {
                 "ldp d14, d15, [x2, #{d14}]",
                 "mov x9, sp",
                 "str x9, [x3, #{sp_before}]",
-                "bl {switch}",
+                "blr x4",
                 "ldr x9, [sp, #16]",
                 "mov x10, sp",
                 "str x10, [x9, #{sp_after}]",
@@ -372,7 +426,6 @@ mod registers {
                 "stp d14, d15, [x9, #{d14}]",
                 "ldp x19, x29, [sp]",
                 "add sp, sp, #32",
-                switch = sym switch_c,
                 x19 = const offset_of!(Registers, x19),
                 x21 = const offset_of!(Registers, x21),
                 x23 = const offset_of!(Registers, x23),
@@ -389,6 +442,7 @@ mod registers {
                 in("x1") load_from,
                 in("x2") pattern as *const Registers,
                 in("x3") record,
+                in("x4") transfer,
                 out("x20") _,
                 out("x21") _,
                 out("x22") _,
@@ -409,11 +463,13 @@ mod registers {
     }
 }
 
-use registers::{comparable, switch_with_registers, Registers, CLOBBER, PATTERN};
+use registers::{comparable, transfer_with_registers, Registers, CLOBBER, PATTERN};
 
 const ROUNDS: usize = 3;
 
 struct Shared {
+    /// How the child goes back to main: `switch_c` or `suspend_c`.
+    leave: TransferFn,
     main: Context,
     child: Context,
     /// What the child found in its registers each time it was resumed.
@@ -429,7 +485,14 @@ unsafe extern "C" fn clobbering_child(arg: usize) -> ! {
         // suspended while this runs; both contexts are valid; `record` is a
         // local.
         unsafe {
-            switch_with_registers(&raw mut (*shared).child, &raw const (*shared).main, &CLOBBER, &mut record);
+            let leave = (*shared).leave;
+            transfer_with_registers(
+                leave,
+                &raw mut (*shared).child,
+                &raw const (*shared).main,
+                &CLOBBER,
+                &mut record,
+            );
             let resumes = (*shared).child_resumes;
             if resumes < ROUNDS {
                 (*shared).child_records[resumes] = record;
@@ -441,6 +504,18 @@ unsafe extern "C" fn clobbering_child(arg: usize) -> ! {
 
 #[test]
 fn every_callee_saved_register_survives_a_clobbering_context() {
+    survives_a_clobbering_context(switch_c, switch_c);
+}
+
+#[test]
+fn every_callee_saved_register_survives_resume_and_suspend() {
+    survives_a_clobbering_context(resume_c, suspend_c);
+}
+
+/// Main enters the child with `enter`; the child leaves with `leave`.
+fn survives_a_clobbering_context(enter: TransferFn, leave: TransferFn) {
+    #[cfg(target_arch = "aarch64")]
+    FRAME_POINTER_CHANGES.with(|changes| changes.set(0));
     // Sanity: the two sets differ in every field, or a forgotten register
     // could go unnoticed.
     let (pattern, clobber) = (comparable(PATTERN), comparable(CLOBBER));
@@ -448,6 +523,7 @@ fn every_callee_saved_register_survives_a_clobbering_context() {
 
     let mut stack = Stack::new(STACK_BYTES);
     let shared = Box::into_raw(Box::new(Shared {
+        leave,
         main: Context::empty(),
         child: Context::empty(),
         child_records: [Registers::default(); ROUNDS],
@@ -461,7 +537,13 @@ fn every_callee_saved_register_survives_a_clobbering_context() {
         // SAFETY: `shared` is live and the child suspended; the child
         // context is resumable.
         unsafe {
-            switch_with_registers(&raw mut (*shared).main, &raw const (*shared).child, &PATTERN, &mut record)
+            transfer_with_registers(
+                enter,
+                &raw mut (*shared).main,
+                &raw const (*shared).child,
+                &PATTERN,
+                &mut record,
+            )
         };
         assert_eq!(record.sp_before, record.sp_after, "main's sp changed across the switch (round {round})");
         assert_eq!(comparable(record), pattern, "main's registers after round {round}");
@@ -480,6 +562,6 @@ fn every_callee_saved_register_survives_a_clobbering_context() {
         assert_eq!(comparable(*record), clobber, "child's registers after resume {resume}");
     }
     #[cfg(target_arch = "aarch64")]
-    assert_eq!(FRAME_POINTER_CHANGES.load(Ordering::Relaxed), 0, "switches that changed the caller's x29");
+    assert_eq!(FRAME_POINTER_CHANGES.with(Cell::get), 0, "transfers that changed the caller's x29");
     drop(stack);
 }

@@ -31,5 +31,6 @@ fn main() {
     for b in [0u64, 1000, 5000, 20000, 100000] {
         print!("budget {b}: ");
         run(b);
+        println!("{:?}", smarm::DBG.iter().map(|a| a.swap(0, std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>());
     }
 }

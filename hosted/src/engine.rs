@@ -214,6 +214,7 @@ impl EngineShared {
             Native::spin_hint();
         };
         self.n_spinning.fetch_sub(1, Ordering::Relaxed);
+        if woke { DBG[0].fetch_add(1, Ordering::Relaxed); } else { DBG[1].fetch_add(1, Ordering::Relaxed); }
         woke
     }
 }
@@ -397,9 +398,13 @@ fn drive(mut worker: Worker, runtime: &Runtime, shared: &EngineShared, context: 
         if shared.spin(token) {
             continue;
         }
+        DBG[3].fetch_add(1, Ordering::Relaxed);
         if shared.shutdown.load(Ordering::Acquire) {
             break;
         }
+        DBG[2].fetch_add(1, Ordering::Relaxed);
         platform.park(token, worker.next_deadline());
     }
 }
+#[doc(hidden)]
+pub static DBG: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];

@@ -2,52 +2,15 @@
 //! selective receive, bounded back-pressure, drop safety and stops — on one
 //! worker and on four.
 
+mod common;
+#[allow(unused_imports)]
+use common::{ms, next_worker, record, Drive, Trace};
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use smarm::{Config, DownReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError};
-
-/// How a test is driven: every worker from this thread, deterministically
-/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
-#[derive(Debug, Clone, Copy)]
-enum Drive {
-    Single(usize),
-    Threads(usize),
-}
-
-impl Drive {
-    fn workers(self) -> usize {
-        match self {
-            Drive::Single(n) | Drive::Threads(n) => n,
-        }
-    }
-
-    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
-        match self {
-            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
-            Drive::Threads(n) => {
-                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
-                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
-            }
-        }
-    }
-}
-
-/// The worker after the caller's: another worker when there are several.
-fn next_worker(workers: usize) -> usize {
-    (smarm::current_worker().unwrap() + 1) % workers
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-type Trace = Arc<Mutex<Vec<String>>>;
-
-fn record(t: &Trace, event: impl Into<String>) {
-    t.lock().unwrap().push(event.into());
-}
+use smarm::{DownReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError};
 
 /// A message that counts its drops.
 struct Counted {
@@ -88,20 +51,7 @@ fn fifo(drive: Drive) {
     });
 }
 
-#[test]
-fn messages_arrive_in_send_order() {
-    fifo(Drive::Single(1));
-}
-
-#[test]
-fn messages_arrive_in_send_order_on_4_workers() {
-    fifo(Drive::Single(4));
-}
-
-#[test]
-fn messages_arrive_in_send_order_on_4_threads() {
-    fifo(Drive::Threads(4));
-}
+drive_tests!(fifo => messages_arrive_in_send_order, messages_arrive_in_send_order_on_4_workers, messages_arrive_in_send_order_on_4_threads);
 
 #[test]
 fn send_to_a_dropped_receiver_returns_the_message() {
@@ -200,20 +150,7 @@ fn disconnect(drive: Drive) {
     });
 }
 
-#[test]
-fn recv_disconnects_after_the_last_sender_and_the_queue() {
-    disconnect(Drive::Single(1));
-}
-
-#[test]
-fn recv_disconnects_after_the_last_sender_and_the_queue_on_4_workers() {
-    disconnect(Drive::Single(4));
-}
-
-#[test]
-fn recv_disconnects_after_the_last_sender_and_the_queue_on_4_threads() {
-    disconnect(Drive::Threads(4));
-}
+drive_tests!(disconnect => recv_disconnects_after_the_last_sender_and_the_queue, recv_disconnects_after_the_last_sender_and_the_queue_on_4_workers, recv_disconnects_after_the_last_sender_and_the_queue_on_4_threads);
 
 #[test]
 fn try_recv_tells_empty_from_disconnected() {
@@ -296,20 +233,7 @@ fn recv_timeouts(drive: Drive) {
     });
 }
 
-#[test]
-fn recv_timeout_tells_timeout_from_disconnected() {
-    recv_timeouts(Drive::Single(1));
-}
-
-#[test]
-fn recv_timeout_tells_timeout_from_disconnected_on_4_workers() {
-    recv_timeouts(Drive::Single(4));
-}
-
-#[test]
-fn recv_timeout_tells_timeout_from_disconnected_on_4_threads() {
-    recv_timeouts(Drive::Threads(4));
-}
+drive_tests!(recv_timeouts => recv_timeout_tells_timeout_from_disconnected, recv_timeout_tells_timeout_from_disconnected_on_4_workers, recv_timeout_tells_timeout_from_disconnected_on_4_threads);
 
 #[test]
 fn recv_timeout_message_landing_past_the_deadline_still_wins() {
@@ -398,20 +322,7 @@ fn recv_match_parks(drive: Drive) {
     });
 }
 
-#[test]
-fn recv_match_parks_and_rescans_on_arrivals() {
-    recv_match_parks(Drive::Single(1));
-}
-
-#[test]
-fn recv_match_parks_and_rescans_on_arrivals_on_4_workers() {
-    recv_match_parks(Drive::Single(4));
-}
-
-#[test]
-fn recv_match_parks_and_rescans_on_arrivals_on_4_threads() {
-    recv_match_parks(Drive::Threads(4));
-}
+drive_tests!(recv_match_parks => recv_match_parks_and_rescans_on_arrivals, recv_match_parks_and_rescans_on_arrivals_on_4_workers, recv_match_parks_and_rescans_on_arrivals_on_4_threads);
 
 #[test]
 fn bounded_send_parks_when_full_and_resumes_when_the_receiver_takes() {
@@ -504,20 +415,7 @@ fn bounded_receiver_drop_releases_parked_senders(drive: Drive) {
     });
 }
 
-#[test]
-fn bounded_receiver_drop_returns_the_parked_senders_messages() {
-    bounded_receiver_drop_releases_parked_senders(Drive::Single(1));
-}
-
-#[test]
-fn bounded_receiver_drop_returns_the_parked_senders_messages_on_4_workers() {
-    bounded_receiver_drop_releases_parked_senders(Drive::Single(4));
-}
-
-#[test]
-fn bounded_receiver_drop_returns_the_parked_senders_messages_on_4_threads() {
-    bounded_receiver_drop_releases_parked_senders(Drive::Threads(4));
-}
+drive_tests!(bounded_receiver_drop_releases_parked_senders => bounded_receiver_drop_returns_the_parked_senders_messages, bounded_receiver_drop_returns_the_parked_senders_messages_on_4_workers, bounded_receiver_drop_returns_the_parked_senders_messages_on_4_threads);
 
 fn bounded_stress(drive: Drive) {
     const SENDERS: u64 = 6;
@@ -553,20 +451,7 @@ fn bounded_stress(drive: Drive) {
     });
 }
 
-#[test]
-fn bounded_channel_counts_every_message() {
-    bounded_stress(Drive::Single(1));
-}
-
-#[test]
-fn bounded_channel_counts_every_message_on_4_workers() {
-    bounded_stress(Drive::Single(4));
-}
-
-#[test]
-fn bounded_channel_counts_every_message_on_4_threads() {
-    bounded_stress(Drive::Threads(4));
-}
+drive_tests!(bounded_stress => bounded_channel_counts_every_message, bounded_channel_counts_every_message_on_4_workers, bounded_channel_counts_every_message_on_4_threads);
 
 /// A message that owns a sender of its own channel.
 struct Node(#[allow(dead_code)] Sender<Node>);
@@ -618,20 +503,7 @@ fn drop_owned_senders(drive: Drive) {
     });
 }
 
-#[test]
-fn dropping_a_receiver_drops_queued_senders_after_its_lock() {
-    drop_owned_senders(Drive::Single(1));
-}
-
-#[test]
-fn dropping_a_receiver_drops_queued_senders_after_its_lock_on_4_workers() {
-    drop_owned_senders(Drive::Single(4));
-}
-
-#[test]
-fn dropping_a_receiver_drops_queued_senders_after_its_lock_on_4_threads() {
-    drop_owned_senders(Drive::Threads(4));
-}
+drive_tests!(drop_owned_senders => dropping_a_receiver_drops_queued_senders_after_its_lock, dropping_a_receiver_drops_queued_senders_after_its_lock_on_4_workers, dropping_a_receiver_drops_queued_senders_after_its_lock_on_4_threads);
 
 fn pipeline(drive: Drive) {
     let workers = drive.workers();
@@ -674,20 +546,7 @@ fn pipeline(drive: Drive) {
     });
 }
 
-#[test]
-fn pipeline_through_four_stages() {
-    pipeline(Drive::Single(1));
-}
-
-#[test]
-fn pipeline_across_4_workers() {
-    pipeline(Drive::Single(4));
-}
-
-#[test]
-fn pipeline_across_4_threads() {
-    pipeline(Drive::Threads(4));
-}
+drive_tests!(pipeline => pipeline_through_four_stages, pipeline_across_4_workers, pipeline_across_4_threads);
 
 fn stop_parked_receiver(drive: Drive) {
     let workers = drive.workers();
@@ -715,17 +574,4 @@ fn stop_parked_receiver(drive: Drive) {
     });
 }
 
-#[test]
-fn receiver_stopped_in_recv_ends_stopped_and_closes_the_channel() {
-    stop_parked_receiver(Drive::Single(1));
-}
-
-#[test]
-fn receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_workers() {
-    stop_parked_receiver(Drive::Single(4));
-}
-
-#[test]
-fn receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_threads() {
-    stop_parked_receiver(Drive::Threads(4));
-}
+drive_tests!(stop_parked_receiver => receiver_stopped_in_recv_ends_stopped_and_closes_the_channel, receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_workers, receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_threads);

@@ -1,39 +1,13 @@
 //! Monitors, links and exit trapping through the public API, checked
 //! against Erlang's semantics — on one worker and on four.
 
+mod common;
+#[allow(unused_imports)]
+use common::{ms, next_worker, record, Drive, Trace};
+
 use std::time::Duration;
 
-use smarm::{Config, Down, DownReason, ExitSignal, JoinHandle, NoProc, Pid, Receiver, TryRecvError};
-
-/// How a test is driven: every worker from this thread, deterministically
-/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
-#[derive(Debug, Clone, Copy)]
-enum Drive {
-    Single(usize),
-    Threads(usize),
-}
-
-impl Drive {
-    fn workers(self) -> usize {
-        match self {
-            Drive::Single(n) | Drive::Threads(n) => n,
-        }
-    }
-
-    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
-        match self {
-            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
-            Drive::Threads(n) => {
-                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
-                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
-            }
-        }
-    }
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use smarm::{Down, DownReason, ExitSignal, JoinHandle, NoProc, Pid, Receiver, TryRecvError};
 
 /// Worker `k` places after the caller's (wrapping).
 fn worker_after(workers: usize, k: usize) -> usize {
@@ -122,20 +96,7 @@ fn normal_exit_does_not_propagate(drive: Drive) {
     });
 }
 
-#[test]
-fn normal_exit_does_not_kill_a_linked_peer() {
-    normal_exit_does_not_propagate(Drive::Single(1));
-}
-
-#[test]
-fn normal_exit_does_not_kill_a_linked_peer_on_4_workers() {
-    normal_exit_does_not_propagate(Drive::Single(4));
-}
-
-#[test]
-fn normal_exit_does_not_kill_a_linked_peer_on_4_threads() {
-    normal_exit_does_not_propagate(Drive::Threads(4));
-}
+drive_tests!(normal_exit_does_not_propagate => normal_exit_does_not_kill_a_linked_peer, normal_exit_does_not_kill_a_linked_peer_on_4_workers, normal_exit_does_not_kill_a_linked_peer_on_4_threads);
 
 fn trapping_peer_gets_exit_signals(drive: Drive) {
     let workers = drive.workers();
@@ -169,20 +130,7 @@ fn trapping_peer_gets_exit_signals(drive: Drive) {
     });
 }
 
-#[test]
-fn trapping_peer_receives_the_exit_as_a_message() {
-    trapping_peer_gets_exit_signals(Drive::Single(1));
-}
-
-#[test]
-fn trapping_peer_receives_the_exit_as_a_message_on_4_workers() {
-    trapping_peer_gets_exit_signals(Drive::Single(4));
-}
-
-#[test]
-fn trapping_peer_receives_the_exit_as_a_message_on_4_threads() {
-    trapping_peer_gets_exit_signals(Drive::Threads(4));
-}
+drive_tests!(trapping_peer_gets_exit_signals => trapping_peer_receives_the_exit_as_a_message, trapping_peer_receives_the_exit_as_a_message_on_4_workers, trapping_peer_receives_the_exit_as_a_message_on_4_threads);
 
 fn abnormal_exit_stops_linked_peers(drive: Drive) {
     let workers = drive.workers();
@@ -226,20 +174,7 @@ fn abnormal_exit_stops_linked_peers(drive: Drive) {
     });
 }
 
-#[test]
-fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors() {
-    abnormal_exit_stops_linked_peers(Drive::Single(1));
-}
-
-#[test]
-fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_workers() {
-    abnormal_exit_stops_linked_peers(Drive::Single(4));
-}
-
-#[test]
-fn abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_threads() {
-    abnormal_exit_stops_linked_peers(Drive::Threads(4));
-}
+drive_tests!(abnormal_exit_stops_linked_peers => abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors, abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_workers, abnormal_exit_stops_linked_peers_with_the_reason_for_their_monitors_on_4_threads);
 
 fn unlink_before_death(drive: Drive) {
     let workers = drive.workers();
@@ -285,20 +220,7 @@ fn unlink_before_death(drive: Drive) {
     });
 }
 
-#[test]
-fn unlink_before_death_means_no_signal() {
-    unlink_before_death(Drive::Single(1));
-}
-
-#[test]
-fn unlink_before_death_means_no_signal_on_4_workers() {
-    unlink_before_death(Drive::Single(4));
-}
-
-#[test]
-fn unlink_before_death_means_no_signal_on_4_threads() {
-    unlink_before_death(Drive::Threads(4));
-}
+drive_tests!(unlink_before_death => unlink_before_death_means_no_signal, unlink_before_death_means_no_signal_on_4_workers, unlink_before_death_means_no_signal_on_4_threads);
 
 #[test]
 fn monitor_of_a_dead_or_stale_pid_is_noproc_at_once() {
@@ -371,20 +293,7 @@ fn demonitor_and_two_monitors(drive: Drive) {
     });
 }
 
-#[test]
-fn demonitor_means_no_down_and_two_monitors_give_two_downs() {
-    demonitor_and_two_monitors(Drive::Single(1));
-}
-
-#[test]
-fn demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_workers() {
-    demonitor_and_two_monitors(Drive::Single(4));
-}
-
-#[test]
-fn demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_threads() {
-    demonitor_and_two_monitors(Drive::Threads(4));
-}
+drive_tests!(demonitor_and_two_monitors => demonitor_means_no_down_and_two_monitors_give_two_downs, demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_workers, demonitor_means_no_down_and_two_monitors_give_two_downs_on_4_threads);
 
 fn reasons(drive: Drive) {
     let workers = drive.workers();
@@ -425,20 +334,7 @@ fn reasons(drive: Drive) {
     });
 }
 
-#[test]
-fn monitors_see_stopped_and_panicked_reasons() {
-    reasons(Drive::Single(1));
-}
-
-#[test]
-fn monitors_see_stopped_and_panicked_reasons_on_4_workers() {
-    reasons(Drive::Single(4));
-}
-
-#[test]
-fn monitors_see_stopped_and_panicked_reasons_on_4_threads() {
-    reasons(Drive::Threads(4));
-}
+drive_tests!(reasons => monitors_see_stopped_and_panicked_reasons, monitors_see_stopped_and_panicked_reasons_on_4_workers, monitors_see_stopped_and_panicked_reasons_on_4_threads);
 
 #[test]
 fn linking_to_a_dead_or_stale_pid_is_noproc() {
@@ -504,20 +400,7 @@ fn down_before_reclaim(drive: Drive) {
     });
 }
 
-#[test]
-fn down_arrives_before_the_slot_is_reused() {
-    down_before_reclaim(Drive::Single(1));
-}
-
-#[test]
-fn down_arrives_before_the_slot_is_reused_on_4_workers() {
-    down_before_reclaim(Drive::Single(4));
-}
-
-#[test]
-fn down_arrives_before_the_slot_is_reused_on_4_threads() {
-    down_before_reclaim(Drive::Threads(4));
-}
+drive_tests!(down_before_reclaim => down_arrives_before_the_slot_is_reused, down_arrives_before_the_slot_is_reused_on_4_workers, down_arrives_before_the_slot_is_reused_on_4_threads);
 
 fn join_after_notifications(drive: Drive) {
     let workers = drive.workers();
@@ -560,17 +443,4 @@ fn join_after_notifications(drive: Drive) {
     });
 }
 
-#[test]
-fn join_returns_after_the_death_notifications() {
-    join_after_notifications(Drive::Single(1));
-}
-
-#[test]
-fn join_returns_after_the_death_notifications_on_4_workers() {
-    join_after_notifications(Drive::Single(4));
-}
-
-#[test]
-fn join_returns_after_the_death_notifications_on_4_threads() {
-    join_after_notifications(Drive::Threads(4));
-}
+drive_tests!(join_after_notifications => join_returns_after_the_death_notifications, join_returns_after_the_death_notifications_on_4_workers, join_returns_after_the_death_notifications_on_4_threads);

@@ -2,41 +2,15 @@
 //! hand-off, `try_lock`, `lock_timeout` (grant-first), and waiters or
 //! holders stopped mid-wait — on one worker and on four.
 
+mod common;
+#[allow(unused_imports)]
+use common::{ms, next_worker, record, Drive, Trace};
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use smarm::{Config, LockError};
-
-/// How a test is driven: every worker from this thread, deterministically
-/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
-#[derive(Debug, Clone, Copy)]
-enum Drive {
-    Single(usize),
-    Threads(usize),
-}
-
-impl Drive {
-    fn workers(self) -> usize {
-        match self {
-            Drive::Single(n) | Drive::Threads(n) => n,
-        }
-    }
-
-    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
-        match self {
-            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
-            Drive::Threads(n) => {
-                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
-                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
-            }
-        }
-    }
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use smarm::LockError;
 
 fn exclusion(drive: Drive) {
     const PROCESSES: usize = 8;
@@ -85,20 +59,7 @@ fn exclusion(drive: Drive) {
     });
 }
 
-#[test]
-fn mutual_exclusion_under_contention() {
-    exclusion(Drive::Single(1));
-}
-
-#[test]
-fn mutual_exclusion_under_contention_on_4_workers() {
-    exclusion(Drive::Single(4));
-}
-
-#[test]
-fn mutual_exclusion_under_contention_on_4_threads() {
-    exclusion(Drive::Threads(4));
-}
+drive_tests!(exclusion => mutual_exclusion_under_contention, mutual_exclusion_under_contention_on_4_workers, mutual_exclusion_under_contention_on_4_threads);
 
 fn fifo_handoff(drive: Drive) {
     let workers = drive.workers();
@@ -141,20 +102,7 @@ fn fifo_handoff(drive: Drive) {
     });
 }
 
-#[test]
-fn waiters_acquire_in_fifo_order() {
-    fifo_handoff(Drive::Single(1));
-}
-
-#[test]
-fn waiters_acquire_in_fifo_order_on_4_workers() {
-    fifo_handoff(Drive::Single(4));
-}
-
-#[test]
-fn waiters_acquire_in_fifo_order_on_4_threads() {
-    fifo_handoff(Drive::Threads(4));
-}
+drive_tests!(fifo_handoff => waiters_acquire_in_fifo_order, waiters_acquire_in_fifo_order_on_4_workers, waiters_acquire_in_fifo_order_on_4_threads);
 
 #[test]
 fn try_lock_fails_while_held() {
@@ -228,20 +176,7 @@ fn lock_timeouts(drive: Drive) {
     });
 }
 
-#[test]
-fn lock_timeout_times_out_while_held_and_succeeds_when_released() {
-    lock_timeouts(Drive::Single(1));
-}
-
-#[test]
-fn lock_timeout_times_out_while_held_and_succeeds_when_released_on_4_workers() {
-    lock_timeouts(Drive::Single(4));
-}
-
-#[test]
-fn lock_timeout_times_out_while_held_and_succeeds_when_released_on_4_threads() {
-    lock_timeouts(Drive::Threads(4));
-}
+drive_tests!(lock_timeouts => lock_timeout_times_out_while_held_and_succeeds_when_released, lock_timeout_times_out_while_held_and_succeeds_when_released_on_4_workers, lock_timeout_times_out_while_held_and_succeeds_when_released_on_4_threads);
 
 /// Runs a `lock_timeout(5ms)` waiter against the root holding the lock;
 /// `release` decides how the root gives it up.
@@ -358,17 +293,4 @@ fn stopped_waiters(drive: Drive) {
     });
 }
 
-#[test]
-fn stopped_waiters_and_holders_do_not_lose_the_lock() {
-    stopped_waiters(Drive::Single(1));
-}
-
-#[test]
-fn stopped_waiters_and_holders_do_not_lose_the_lock_on_4_workers() {
-    stopped_waiters(Drive::Single(4));
-}
-
-#[test]
-fn stopped_waiters_and_holders_do_not_lose_the_lock_on_4_threads() {
-    stopped_waiters(Drive::Threads(4));
-}
+drive_tests!(stopped_waiters => stopped_waiters_and_holders_do_not_lose_the_lock, stopped_waiters_and_holders_do_not_lose_the_lock_on_4_workers, stopped_waiters_and_holders_do_not_lose_the_lock_on_4_threads);

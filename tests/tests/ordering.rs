@@ -1,33 +1,11 @@
 //! The ordering guarantee (spec §7): messages from one sender to one
 //! receiver arrive in send order, whichever workers the two run on.
 
-use smarm::{Config, Selectable, TryRecvError};
+mod common;
+#[allow(unused_imports)]
+use common::{ms, next_worker, record, Drive, Trace};
 
-/// How a test is driven: every worker from this thread, deterministically
-/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
-#[derive(Debug, Clone, Copy)]
-enum Drive {
-    Single(usize),
-    Threads(usize),
-}
-
-impl Drive {
-    fn workers(self) -> usize {
-        match self {
-            Drive::Single(n) | Drive::Threads(n) => n,
-        }
-    }
-
-    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
-        match self {
-            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
-            Drive::Threads(n) => {
-                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
-                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
-            }
-        }
-    }
-}
+use smarm::{Selectable, TryRecvError};
 
 const SENDERS: usize = 8;
 const PER_SENDER: u64 = 10_000;
@@ -74,20 +52,7 @@ fn per_pair_fifo(drive: Drive) {
     });
 }
 
-#[test]
-fn per_sender_fifo_80k_messages() {
-    per_pair_fifo(Drive::Single(1));
-}
-
-#[test]
-fn per_sender_fifo_80k_messages_on_4_workers() {
-    per_pair_fifo(Drive::Single(4));
-}
-
-#[test]
-fn per_sender_fifo_80k_messages_on_4_threads() {
-    per_pair_fifo(Drive::Threads(4));
-}
+drive_tests!(per_pair_fifo => per_sender_fifo_80k_messages, per_sender_fifo_80k_messages_on_4_workers, per_sender_fifo_80k_messages_on_4_threads);
 
 /// Each of 8 senders feeds two receivers on different workers; each
 /// receiver checks every sender's sequence independently.
@@ -148,20 +113,7 @@ fn two_receivers(drive: Drive) {
     });
 }
 
-#[test]
-fn per_pair_fifo_with_two_receivers() {
-    two_receivers(Drive::Single(1));
-}
-
-#[test]
-fn per_pair_fifo_with_two_receivers_on_4_workers() {
-    two_receivers(Drive::Single(4));
-}
-
-#[test]
-fn per_pair_fifo_with_two_receivers_on_4_threads() {
-    two_receivers(Drive::Threads(4));
-}
+drive_tests!(two_receivers => per_pair_fifo_with_two_receivers, per_pair_fifo_with_two_receivers_on_4_workers, per_pair_fifo_with_two_receivers_on_4_threads);
 
 /// FIFO per channel survives a select loop: 4 senders, each on its own
 /// channel, drained through select.
@@ -212,17 +164,4 @@ fn through_select(drive: Drive) {
     });
 }
 
-#[test]
-fn per_channel_fifo_through_select() {
-    through_select(Drive::Single(1));
-}
-
-#[test]
-fn per_channel_fifo_through_select_on_4_workers() {
-    through_select(Drive::Single(4));
-}
-
-#[test]
-fn per_channel_fifo_through_select_on_4_threads() {
-    through_select(Drive::Threads(4));
-}
+drive_tests!(through_select => per_channel_fifo_through_select, per_channel_fifo_through_select_on_4_workers, per_channel_fifo_through_select_on_4_threads);

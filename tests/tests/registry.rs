@@ -1,33 +1,11 @@
 //! The named registry through the public API: one name per pid, one pid per
 //! name, dead holders behave as absent — on one worker and on four.
 
-use smarm::{Config, JoinHandle, Pid, RegisterError};
+mod common;
+#[allow(unused_imports)]
+use common::{ms, next_worker, record, Drive, Trace};
 
-/// How a test is driven: every worker from this thread, deterministically
-/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
-#[derive(Debug, Clone, Copy)]
-enum Drive {
-    Single(usize),
-    Threads(usize),
-}
-
-impl Drive {
-    fn workers(self) -> usize {
-        match self {
-            Drive::Single(n) | Drive::Threads(n) => n,
-        }
-    }
-
-    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
-        match self {
-            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
-            Drive::Threads(n) => {
-                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
-                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
-            }
-        }
-    }
-}
+use smarm::{JoinHandle, Pid, RegisterError};
 
 /// A process that lives until the returned sender is dropped.
 fn parked(worker: usize) -> (JoinHandle, smarm::Sender<()>) {
@@ -87,20 +65,7 @@ fn basics(drive: Drive) {
     });
 }
 
-#[test]
-fn register_whereis_unregister_name_of() {
-    basics(Drive::Single(1));
-}
-
-#[test]
-fn register_whereis_unregister_name_of_on_4_workers() {
-    basics(Drive::Single(4));
-}
-
-#[test]
-fn register_whereis_unregister_name_of_on_4_threads() {
-    basics(Drive::Threads(4));
-}
+drive_tests!(basics => register_whereis_unregister_name_of, register_whereis_unregister_name_of_on_4_workers, register_whereis_unregister_name_of_on_4_threads);
 
 fn dead_holders(drive: Drive) {
     let workers = drive.workers();
@@ -137,20 +102,7 @@ fn dead_holders(drive: Drive) {
     });
 }
 
-#[test]
-fn dead_holders_behave_as_absent() {
-    dead_holders(Drive::Single(1));
-}
-
-#[test]
-fn dead_holders_behave_as_absent_on_4_workers() {
-    dead_holders(Drive::Single(4));
-}
-
-#[test]
-fn dead_holders_behave_as_absent_on_4_threads() {
-    dead_holders(Drive::Threads(4));
-}
+drive_tests!(dead_holders => dead_holders_behave_as_absent, dead_holders_behave_as_absent_on_4_workers, dead_holders_behave_as_absent_on_4_threads);
 
 fn race_for_a_name(drive: Drive) {
     const CONTENDERS: usize = 8;
@@ -203,20 +155,7 @@ fn race_for_a_name(drive: Drive) {
     });
 }
 
-#[test]
-fn racing_registrations_have_one_winner() {
-    race_for_a_name(Drive::Single(1));
-}
-
-#[test]
-fn racing_registrations_have_one_winner_on_4_workers() {
-    race_for_a_name(Drive::Single(4));
-}
-
-#[test]
-fn racing_registrations_have_one_winner_on_4_threads() {
-    race_for_a_name(Drive::Threads(4));
-}
+drive_tests!(race_for_a_name => racing_registrations_have_one_winner, racing_registrations_have_one_winner_on_4_workers, racing_registrations_have_one_winner_on_4_threads);
 
 #[test]
 fn registry_outside_a_process_is_typed() {

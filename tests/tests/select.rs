@@ -2,43 +2,13 @@
 //! server pattern, priority order, the closed-arm starvation case, timeouts,
 //! stale registrations, and a counted stress run — on one worker and four.
 
+mod common;
+#[allow(unused_imports)]
+use common::{ms, next_worker, record, Drive, Trace};
+
 use std::time::Duration;
 
-use smarm::{Config, DownReason, Pid, Selectable, Sender, TryRecvError};
-
-/// How a test is driven: every worker from this thread, deterministically
-/// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
-#[derive(Debug, Clone, Copy)]
-enum Drive {
-    Single(usize),
-    Threads(usize),
-}
-
-impl Drive {
-    fn workers(self) -> usize {
-        match self {
-            Drive::Single(n) | Drive::Threads(n) => n,
-        }
-    }
-
-    fn run<R: Send + 'static>(self, root: impl FnOnce() -> R + Send + 'static) -> R {
-        match self {
-            Drive::Single(n) => smarm::run_with(Config { worker_count: n, ..Config::default() }, root),
-            Drive::Threads(n) => {
-                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
-                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
-            }
-        }
-    }
-}
-
-fn next_worker(workers: usize) -> usize {
-    (smarm::current_worker().unwrap() + 1) % workers
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use smarm::{DownReason, Pid, Selectable, Sender, TryRecvError};
 
 /// A request to the server: a number to double and where to reply
 /// `(double, workers lost so far)`.
@@ -118,20 +88,7 @@ fn motivating_pattern(drive: Drive) {
     });
 }
 
-#[test]
-fn motivating_pattern_inbox_plus_monitor_down() {
-    motivating_pattern(Drive::Single(1));
-}
-
-#[test]
-fn motivating_pattern_inbox_plus_monitor_down_on_4_workers() {
-    motivating_pattern(Drive::Single(4));
-}
-
-#[test]
-fn motivating_pattern_inbox_plus_monitor_down_on_4_threads() {
-    motivating_pattern(Drive::Threads(4));
-}
+drive_tests!(motivating_pattern => motivating_pattern_inbox_plus_monitor_down, motivating_pattern_inbox_plus_monitor_down_on_4_workers, motivating_pattern_inbox_plus_monitor_down_on_4_threads);
 
 #[test]
 fn lowest_ready_index_wins() {
@@ -258,20 +215,7 @@ fn timeouts(drive: Drive) {
     });
 }
 
-#[test]
-fn select_timeout_times_out_then_sees_a_message() {
-    timeouts(Drive::Single(1));
-}
-
-#[test]
-fn select_timeout_times_out_then_sees_a_message_on_4_workers() {
-    timeouts(Drive::Single(4));
-}
-
-#[test]
-fn select_timeout_times_out_then_sees_a_message_on_4_threads() {
-    timeouts(Drive::Threads(4));
-}
+drive_tests!(timeouts => select_timeout_times_out_then_sees_a_message, select_timeout_times_out_then_sees_a_message_on_4_workers, select_timeout_times_out_then_sees_a_message_on_4_threads);
 
 #[test]
 fn select_outside_a_process_checks_once() {
@@ -348,17 +292,4 @@ fn stress(drive: Drive) {
     });
 }
 
-#[test]
-fn stress_8_senders_3_arms_every_message_once() {
-    stress(Drive::Single(1));
-}
-
-#[test]
-fn stress_8_senders_3_arms_every_message_once_on_4_workers() {
-    stress(Drive::Single(4));
-}
-
-#[test]
-fn stress_8_senders_3_arms_every_message_once_on_4_threads() {
-    stress(Drive::Threads(4));
-}
+drive_tests!(stress => stress_8_senders_3_arms_every_message_once, stress_8_senders_3_arms_every_message_once_on_4_workers, stress_8_senders_3_arms_every_message_once_on_4_threads);
