@@ -457,6 +457,7 @@ unsafe impl Arch for Aarch64 {
                 in("x1") scheduler,
                 out("x20") _,
                 out("x21") _,
+                out("x22") _,
                 out("x23") _,
                 out("x24") _,
                 out("x25") _,

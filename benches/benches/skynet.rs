@@ -25,7 +25,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use smarm_benches::measure::{self, Measurement};
 
 mod common;

@@ -1,8 +1,13 @@
 //! The raw context switch: one round trip from the bench thread into a
 //! context that at once switches back, i.e. two switches.
 //!
-//! - `smarm/arch_switch` is `smarm_arch::Native::switch` on a stack this file
-//!   allocates, with nothing around it: the floor under every smarm yield.
+//! - `smarm/arch_switch` is `smarm_arch::Native::switch` (symmetric: entered
+//!   by a call, leaves by a return to the other side) on a stack this file
+//!   allocates, with nothing around it.
+//! - `smarm/arch_resume_suspend` is the same round trip through the pair the
+//!   scheduler uses: `Native::resume` in, `Native::suspend` back, which keeps
+//!   call / return balanced for the return-address predictor: the floor
+//!   under every smarm yield.
 //! - `corosensei/resume_suspend` is one `Coroutine::resume(())` whose body
 //!   loops on `Yielder::suspend(())`: the same round trip through
 //!   corosensei's safe API, the peer the switch is measured against.
@@ -37,15 +42,16 @@ struct Shared {
     finish: bool,
 }
 
-/// A context that answers every switch into it with a switch straight back.
-struct Bouncer {
+/// A context that answers every switch into it with a switch straight back:
+/// `switch` both ways, or (`PAIR`) `resume` in and `suspend` back.
+struct Bouncer<const PAIR: bool> {
     shared: NonNull<Shared>,
     stack: NonNull<u8>,
     stack_layout: Layout,
 }
 
-impl Bouncer {
-    fn new() -> Bouncer {
+impl<const PAIR: bool> Bouncer<PAIR> {
+    fn new() -> Self {
         let stack_layout = Layout::from_size_align(STACK_SIZE, Native::STACK_ALIGN.max(16))
             .expect("stack size and alignment form a valid layout");
         // SAFETY: the layout has a non-zero size.
@@ -60,8 +66,9 @@ impl Bouncer {
         // STACK_SIZE bytes aligned to at least STACK_ALIGN, and STACK_SIZE is
         // a multiple of it, so the top is aligned too. The stack stays
         // allocated until `drop`, after the bouncer's final switch out.
-        let bouncer_context =
-            unsafe { Native::init_context(stack.as_ptr().add(STACK_SIZE), bounce, shared.as_ptr() as usize) };
+        let bouncer_context = unsafe {
+            Native::init_context(stack.as_ptr().add(STACK_SIZE), bounce::<PAIR>, shared.as_ptr() as usize)
+        };
         // SAFETY: `shared` is a live, exclusively owned allocation.
         unsafe { (*shared.as_ptr()).bouncer = bouncer_context };
         let bouncer = Bouncer { shared, stack, stack_layout };
@@ -80,11 +87,18 @@ impl Bouncer {
         // since; its stack is allocated for as long as `self` lives. The two
         // fields are distinct, so save and load do not alias. The bouncer
         // has not finished: only `drop` sets `finish`.
-        unsafe { Native::switch(ptr::addr_of_mut!((*shared).bench), ptr::addr_of!((*shared).bouncer)) };
+        unsafe {
+            let (bench, bouncer) = (ptr::addr_of_mut!((*shared).bench), ptr::addr_of!((*shared).bouncer));
+            if PAIR {
+                Native::resume(bench, bouncer)
+            } else {
+                Native::switch(bench, bouncer)
+            }
+        }
     }
 }
 
-impl Drop for Bouncer {
+impl<const PAIR: bool> Drop for Bouncer<PAIR> {
     fn drop(&mut self) {
         let shared = self.shared.as_ptr();
         // SAFETY: the bouncer is suspended, so nothing else touches `shared`.
@@ -108,13 +122,13 @@ impl Drop for Bouncer {
 ///
 /// `arg` is the address of the `Shared` of the [`Bouncer`] that made this
 /// context, and this runs only on that bouncer's stack.
-unsafe extern "C" fn bounce(arg: usize) -> ! {
+unsafe extern "C" fn bounce<const PAIR: bool>(arg: usize) -> ! {
     let shared = arg as *mut Shared;
     loop {
         // SAFETY: `bench` was saved by the switch that entered this context
         // and is not resumed anywhere else; `bouncer` is a distinct field of
         // the same live `Shared` (the caller's contract).
-        unsafe { Native::switch(ptr::addr_of_mut!((*shared).bouncer), ptr::addr_of!((*shared).bench)) };
+        unsafe { back_to_bench::<PAIR>(shared) };
         // SAFETY: the bench thread is suspended while this runs, and it
         // wrote `finish` before switching in; the switch is a call the
         // compiler cannot see through, so the read is not hoisted.
@@ -124,8 +138,28 @@ unsafe extern "C" fn bounce(arg: usize) -> ! {
     }
     // SAFETY: as in the loop. The bench thread never switches to `bouncer`
     // again, so this switch does not return.
-    unsafe { Native::switch(ptr::addr_of_mut!((*shared).bouncer), ptr::addr_of!((*shared).bench)) };
+    unsafe { back_to_bench::<PAIR>(shared) };
     unreachable!("a finished bouncer was resumed");
+}
+
+/// The bouncer's way back: `suspend` for the pair, `switch` otherwise.
+///
+/// # Safety
+///
+/// `shared` is the bouncer's live `Shared`, this runs on the bouncer's
+/// stack, and `bench` holds the context that entered it.
+#[inline(always)]
+unsafe fn back_to_bench<const PAIR: bool>(shared: *mut Shared) {
+    // SAFETY: the caller's contract: `bench` is resumable, `bouncer` a
+    // distinct field valid for writes.
+    unsafe {
+        let (bouncer, bench) = (ptr::addr_of_mut!((*shared).bouncer), ptr::addr_of!((*shared).bench));
+        if PAIR {
+            Native::suspend(bouncer, bench)
+        } else {
+            Native::switch(bouncer, bench)
+        }
+    }
 }
 
 fn switch_round_trip(criterion: &mut Criterion) {
@@ -133,8 +167,12 @@ fn switch_round_trip(criterion: &mut Criterion) {
 
     // Both contexts are made once, before criterion's warm-up, and dropped
     // after the group: criterion calls each routine once per sample.
-    let bouncer = Bouncer::new();
+    let bouncer = Bouncer::<false>::new();
     group.bench_function("smarm/arch_switch", |bencher| bencher.iter(|| bouncer.round_trip()));
+    drop(bouncer);
+
+    let bouncer = Bouncer::<true>::new();
+    group.bench_function("smarm/arch_resume_suspend", |bencher| bencher.iter(|| bouncer.round_trip()));
     drop(bouncer);
 
     let stack = DefaultStack::new(STACK_SIZE).expect("corosensei could not map its stack");

@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod json;
+pub mod measure;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -85,13 +85,15 @@ fn running() -> Option<(*mut WorkerCore, &'static Shared, &'static Slot, u32)> {
 /// state word was already moved out of `Running` (yield / park), or this
 /// is the final switch.
 unsafe fn switch_out(core: *mut WorkerCore, slot: &Slot, reason: SwitchReason) {
-    // SAFETY: per the contract; no reference into the core is live.
+    // SAFETY: per the contract; no reference into the core is live. The
+    // worker's context was saved by the `resume` in `run` that is running
+    // this process, so the `suspend` returns there.
     unsafe {
         debug_assert_eq!((*core).preempt_disabled, 0, "switch with preemption disabled (a lock held?)");
         (*core).reason = reason;
         let save = ptr::addr_of_mut!((*slot.body.get()).context);
         let load = ptr::addr_of!((*core).context);
-        Native::switch(save, load);
+        Native::suspend(save, load);
     }
 }
 

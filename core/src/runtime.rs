@@ -122,7 +122,9 @@ unsafe impl Send for Slot {}
 impl Slot {
     fn new() -> Slot {
         Slot {
-            state: StateWord::new(0),
+            // Generations start at 1 so that no pid's overflow tag
+            // (`(generation << 32) | index`) is 0, the platform's "unknown".
+            state: StateWord::new(1),
             worker: AtomicUsize::new(0),
             stop: AtomicU8::new(STOP_NONE),
             body: UnsafeCell::new(SlotBody::default()),
@@ -352,6 +354,9 @@ impl Shared {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
         }
+        // The platform's stack allocator takes its own locks and may
+        // allocate: a preempting allocator must not switch us out in there.
+        let _np = process::NoPreempt::new();
         let index = self.free.lock().pop().ok_or(SpawnError::Full)?;
         let stack = match self.take_stack() {
             Ok(stack) => stack,
@@ -484,6 +489,7 @@ impl Shared {
     /// `request_stop`, recording why (a link) for the process's monitors.
     fn request_stop_because(&self, pid: Pid, cause: Option<(Pid, DownReason)>) -> Result<(), NoProc> {
         let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
+        let _np = process::NoPreempt::new();
         {
             // Under the slot lock, so a concurrent reclaim (which resets the
             // flag and moves the generation on under the same lock) cannot

@@ -319,9 +319,10 @@ unsafe fn run(core: *mut WorkerCore, shared: &Shared, index: u32) {
         let save = ptr::addr_of_mut!((*core).context);
         let load = ptr::addr_of!((*slot.body.get()).context);
         // SAFETY: `load` is the process's context, made by init_context at
-        // spawn or saved by its last switch out; its stack is alive (owned
-        // by the slot until finalize). `save` is our own context.
-        Native::switch(save, load);
+        // spawn or saved by its last switch out (`suspend`); its stack is
+        // alive (owned by the slot until finalize). `save` is our own
+        // context, which the process's `suspend` loads to come back here.
+        Native::resume(save, load);
         (*core).running = None;
         // Track the deepest stack pointer seen at a switch out: finalize
         // uses it to decide whether the stack needs trimming.
@@ -433,12 +434,13 @@ pub fn abandon_current(outcome: Outcome) {
         slot.state.finish(generation);
     }
     // SAFETY: our process is the running one; its context slot is ours to
-    // save into, and the worker's context was saved by `run`.
+    // save into, and the worker's context was saved by the `resume` in
+    // `run` that is running us (the `suspend` returns there).
     unsafe {
         (*core).reason = SwitchReason::Exit;
         let save = ptr::addr_of_mut!((*slot.body.get()).context);
         let load = ptr::addr_of!((*core).context);
-        Native::switch(save, load);
+        Native::suspend(save, load);
     }
     // A finalized process is never resumed.
     unreachable!("smarm: a finished process was resumed");

@@ -46,7 +46,7 @@ pub mod io;
 use std::sync::Arc;
 
 pub use alloc::PreemptingAlloc;
-pub use engine::{Builder, Engine, DBG};
+pub use engine::{Builder, Engine};
 pub use host::StopSentinel;
 pub use smarm_core::local::ActorLocal;
 pub use smarm_core::{

@@ -39,7 +39,7 @@ fn child(warmups: usize) -> ! {
     let _ = engine.block_on(move || {
         let rt = smarm::current_runtime().unwrap();
         for _ in 0..warmups {
-            smarm::spawn(|| smarm::yield_now()).unwrap().join().unwrap();
+            smarm::spawn(smarm::yield_now).unwrap().join().unwrap();
         }
         let pooled_before = rt.pooled_stacks();
         let overflowing = smarm::spawn(|| {

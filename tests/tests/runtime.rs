@@ -301,8 +301,7 @@ fn placement_follows_the_spec() {
         let rt = smarm::current_runtime().unwrap();
         let me = smarm::current_worker().unwrap();
         // From inside a process: the caller's worker.
-        let (tx, seen) = (Arc::new(Mutex::new(Vec::new())), ());
-        let _ = seen;
+        let tx = Arc::new(Mutex::new(Vec::new()));
         let t = tx.clone();
         smarm::spawn(move || t.lock().unwrap().push(smarm::current_worker().unwrap()))
             .unwrap()

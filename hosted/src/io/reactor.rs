@@ -141,7 +141,7 @@ impl Reactor {
         let table = self.table.clone();
         let thread = std::thread::Builder::new()
             .name("smarm-poller".into())
-            .spawn(move || poll_loop(&*platform, &table, stop_listener))
+            .spawn(move || poll_loop(&platform, &table, stop_listener))
             .map_err(RegisterError::Poller)?;
         *poller = Some(Poller { stop, thread });
         Ok(())
