@@ -59,11 +59,16 @@ fn normal_exit_does_not_propagate(drive: Drive) {
         let peer = Peer::spawn(worker_after(workers, 1));
         let watch = smarm::monitor(peer.pid());
         let p = peer.pid();
+        let (go_tx, go) = smarm::channel::<()>();
         let child = smarm::spawn_on(worker_after(workers, 2), move || {
             smarm::link(p).unwrap();
+            // Held until we monitor it: on four threads it could otherwise
+            // be gone before the monitor is made (a correct NoProc).
+            let _ = go.recv();
         })
         .unwrap();
         let child_watch = smarm::monitor(child.pid());
+        drop(go_tx);
         child.join().unwrap();
         assert_eq!(child_watch.rx.recv().unwrap().reason, DownReason::Normal);
         smarm::sleep(ms(2));

@@ -1,0 +1,844 @@
+//! Supervisors: processes that start children, watch them, and restart
+//! them by policy (ROADMAP v0.4 §2).
+//!
+//! A supervisor is itself a process. It starts its children in start order
+//! (the order of [`Supervisor::child`], then of [`SupervisorRef::start_child`]),
+//! and when one dies:
+//!
+//! 1. the dead child's [`Restart`] policy decides whether anything restarts
+//!    (`Permanent`: always; `Transient`: only after an abnormal death;
+//!    `Temporary`: never, and the child is forgotten);
+//! 2. the restart intensity is charged: more than `max_restarts` restarts
+//!    within `within` stop the supervisor itself — it shuts its children
+//!    down and ends abnormally (`DownReason::Panicked` with a message saying
+//!    so), for its own supervisor to handle;
+//! 3. the [`Strategy`] decides which siblings are cycled with it
+//!    (`OneForOne`: none; `OneForAll`: every running sibling; `RestForOne`:
+//!    the running siblings started after it). The survivors are stopped in
+//!    reverse start order, each awaited before the next is stopped, and then
+//!    the dead child and the cycled survivors are restarted in start order
+//!    (a cycled `Temporary` survivor is stopped and forgotten).
+//!
+//! [`SupervisorRef::stop`] is the ordered shutdown: every child stopped in
+//! reverse start order, each awaited; then the supervisor exits normally.
+//! Dropping the last `SupervisorRef` does the same (as a gen_server's closed
+//! inbox does), so hold on to the reference for as long as the tree should
+//! live.
+//!
+//! # Monitors, and a link as the safety net
+//!
+//! The supervisor watches each child with a **monitor**, not with a link:
+//!
+//! - Links carry only abnormal deaths, but a supervisor must see normal
+//!   exits too: a `Permanent` child that returns is restarted, and a
+//!   `Transient` child's normal exit must be told apart from its crash.
+//! - A `Down` names the child's pid and carries its exact reason, on a
+//!   channel of its own. Ordered shutdown needs "wait for *this* child"
+//!   before stopping the next; one channel per child gives that with a
+//!   plain `recv`, where a shared funnel would need a selective receive and
+//!   would reorder the notices it skips.
+//!
+//! It also **links** to each child while trapping exits, for one case a
+//! monitor cannot cover: the supervisor dying without running its shutdown.
+//! On a host without unwinding a stop (or panic) abandons the process, so no
+//! destructor runs; the link still stops every child. (With unwinding, a
+//! drop guard asks the children to stop, in reverse start order, without
+//! waiting — a process must not park while it unwinds.) The `ExitSignal`s
+//! the trapped links deliver are drained and ignored: the Down already says
+//! everything.
+//!
+//! # Children
+//!
+//! A [`ChildSpec`] names a child and holds its start function, called in the
+//! supervisor process at every (re)start. It returns anything that becomes a
+//! [`Child`]: a [`JoinHandle`] (stopped with `request_stop`), a
+//! [`SupervisorRef`] (stopped gracefully, with its own ordered shutdown), a
+//! [`ServerRef`](crate::gen_server::ServerRef) (stopped gracefully, so its
+//! `terminate` runs in order). A graceful stop that takes longer than the
+//! child's [`Shutdown`] timeout is escalated to `request_stop`.
+//!
+//! Invariant: a child is running exactly when the supervisor holds an
+//! unconsumed monitor for it; every path that consumes the Down clears the
+//! child's running state in the same step.
+#![deny(unsafe_code)]
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use crate::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
+use crate::error::{JoinError, SpawnError};
+use crate::monitor::{self, DownReason, ExitSignal, Monitor};
+use crate::pid::Pid;
+use crate::process;
+use crate::runtime::JoinHandle;
+use crate::select::select;
+use crate::time::Instant;
+
+/// Which siblings are cycled when a child is restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// Only the dead child is restarted.
+    #[default]
+    OneForOne,
+    /// Every running sibling is stopped (reverse start order) and all of
+    /// them are restarted with the dead child (start order).
+    OneForAll,
+    /// The running siblings started after the dead child are stopped
+    /// (reverse start order) and restarted with it (start order).
+    RestForOne,
+}
+
+/// Whether a child is restarted when it dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Restart {
+    /// Always restarted.
+    #[default]
+    Permanent,
+    /// Restarted only after an abnormal death (anything but a normal
+    /// return, [`DownReason::is_abnormal`]).
+    Transient,
+    /// Never restarted; forgotten once it dies.
+    Temporary,
+}
+
+impl Restart {
+    /// Whether a child with this policy is restarted after dying with
+    /// `reason`.
+    pub fn restarts_after(self, reason: &DownReason) -> bool {
+        match self {
+            Restart::Permanent => true,
+            Restart::Transient => reason.is_abnormal(),
+            Restart::Temporary => false,
+        }
+    }
+}
+
+/// How a child is stopped when the supervisor cycles it or shuts down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// `request_stop` at once, without asking first.
+    Brutal,
+    /// Ask gracefully (when the child has a graceful stop), wait this long
+    /// for it to die, then `request_stop`.
+    Timeout(Duration),
+    /// Ask gracefully and wait as long as it takes (the default for a child
+    /// that is itself a supervisor: its own shutdown takes what it takes).
+    Infinity,
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown::Timeout(Duration::from_secs(5))
+    }
+}
+
+/// A started child, as a start function returns it: its pid, and how to
+/// ask it to stop gracefully.
+pub struct Child {
+    pid: Pid,
+    stop: Option<Box<dyn FnOnce() + Send>>,
+    handle: Option<JoinHandle>,
+}
+
+impl Child {
+    /// A child known only by its pid: stopped with `request_stop`.
+    pub fn new(pid: Pid) -> Child {
+        Child { pid, stop: None, handle: None }
+    }
+
+    /// A child with a graceful stop: `stop` is called (in the supervisor
+    /// process, once) to ask it to end; it must not block. The closure may
+    /// own whatever keeps the child alive (a server's reference).
+    pub fn with_stop(pid: Pid, stop: impl FnOnce() + Send + 'static) -> Child {
+        Child { pid, stop: Some(Box::new(stop)), handle: None }
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+}
+
+impl fmt::Debug for Child {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Child")
+            .field("pid", &self.pid)
+            .field("graceful_stop", &self.stop.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<JoinHandle> for Child {
+    /// The supervisor keeps the handle: if the child is already gone when
+    /// the supervisor starts watching it, the handle still tells a normal
+    /// exit from a panic.
+    fn from(handle: JoinHandle) -> Child {
+        Child { pid: handle.pid(), stop: None, handle: Some(handle) }
+    }
+}
+
+impl From<SupervisorRef> for Child {
+    fn from(supervisor: SupervisorRef) -> Child {
+        let pid = supervisor.pid;
+        Child::with_stop(pid, move || {
+            let _ = supervisor.control.send(Control::Stop);
+        })
+    }
+}
+
+/// Why a child's start function failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    /// The child's process could not be spawned.
+    Spawn(SpawnError),
+    /// The child is a supervisor that could not start.
+    Supervisor(Box<SupervisorError>),
+    /// A one-shot child (`start_under`) was asked to start a second time.
+    AlreadyStarted,
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Spawn(e) => write!(f, "{e}"),
+            StartError::Supervisor(e) => write!(f, "child supervisor failed to start: {e}"),
+            StartError::AlreadyStarted => f.write_str(
+                "a one-shot child cannot be restarted: give the supervisor a ChildSpec with a start function",
+            ),
+        }
+    }
+}
+impl core::error::Error for StartError {}
+
+impl From<SpawnError> for StartError {
+    fn from(e: SpawnError) -> Self {
+        StartError::Spawn(e)
+    }
+}
+
+impl From<SupervisorError> for StartError {
+    fn from(e: SupervisorError) -> Self {
+        StartError::Supervisor(Box::new(e))
+    }
+}
+
+/// Why a supervisor operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SupervisorError {
+    /// The supervisor's own process could not be spawned.
+    Spawn(SpawnError),
+    /// A child failed to start; the supervisor stopped the children it had
+    /// started (for `start`) or left the others running (for `start_child`).
+    ChildStart {
+        /// The child's name.
+        child: String,
+        /// Why.
+        error: StartError,
+    },
+    /// Two children with one name: names identify children, so they must
+    /// be unique within a supervisor.
+    DuplicateName(String),
+    /// The supervisor has exited.
+    NoProc(Pid),
+    /// Called outside a process, where the call cannot wait for the reply.
+    NotInProcess,
+    /// Called from the supervisor's own process (a start function), which
+    /// would wait for itself forever.
+    CallingSelf,
+}
+
+impl fmt::Display for SupervisorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SupervisorError::Spawn(e) => write!(f, "cannot spawn the supervisor: {e}"),
+            SupervisorError::ChildStart { child, error } => write!(f, "child {child:?} failed to start: {error}"),
+            SupervisorError::DuplicateName(name) => {
+                write!(f, "two children named {name:?}: child names must be unique")
+            }
+            SupervisorError::NoProc(pid) => write!(f, "supervisor {pid} has exited"),
+            SupervisorError::NotInProcess => f.write_str("supervisor call made outside a process: call from one"),
+            SupervisorError::CallingSelf => {
+                f.write_str("a supervisor called itself (from a start function): it would wait forever")
+            }
+        }
+    }
+}
+impl core::error::Error for SupervisorError {}
+
+impl From<SpawnError> for SupervisorError {
+    fn from(e: SpawnError) -> Self {
+        SupervisorError::Spawn(e)
+    }
+}
+
+type StartFn = Box<dyn FnMut() -> Result<Child, StartError> + Send>;
+
+/// How to start (and restart) one child.
+pub struct ChildSpec {
+    name: String,
+    start: StartFn,
+    restart: Restart,
+    shutdown: Shutdown,
+}
+
+impl ChildSpec {
+    /// A `Permanent` child named `name`, started by `start` — in the
+    /// supervisor process, at every (re)start. `start` returns anything
+    /// that becomes a [`Child`], e.g. `|| smarm::spawn(work)`.
+    pub fn new<F, C, E>(name: impl Into<String>, mut start: F) -> ChildSpec
+    where
+        F: FnMut() -> Result<C, E> + Send + 'static,
+        C: Into<Child>,
+        E: Into<StartError>,
+    {
+        ChildSpec {
+            name: name.into(),
+            start: Box::new(move || start().map(Into::into).map_err(Into::into)),
+            restart: Restart::default(),
+            shutdown: Shutdown::default(),
+        }
+    }
+
+    /// A `Permanent` child that is itself a supervisor, built afresh by
+    /// `factory` at every (re)start. Its shutdown waits as long as its own
+    /// ordered shutdown takes ([`Shutdown::Infinity`]).
+    pub fn supervisor<F>(name: impl Into<String>, mut factory: F) -> ChildSpec
+    where
+        F: FnMut() -> Supervisor + Send + 'static,
+    {
+        ChildSpec::new(name, move || factory().start()).shutdown(Shutdown::Infinity)
+    }
+
+    /// Sets the restart policy.
+    pub fn restart(mut self, restart: Restart) -> ChildSpec {
+        self.restart = restart;
+        self
+    }
+
+    /// Sets how the child is stopped.
+    pub fn shutdown(mut self, shutdown: Shutdown) -> ChildSpec {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// The child's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Debug for ChildSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildSpec")
+            .field("name", &self.name)
+            .field("restart", &self.restart)
+            .field("shutdown", &self.shutdown)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One child as [`SupervisorRef::which_children`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildInfo {
+    /// The child's name.
+    pub name: String,
+    /// Its pid while it runs; `None` for a `Transient` child that ended
+    /// normally (it stays in the list, not running).
+    pub pid: Option<Pid>,
+    /// Its restart policy.
+    pub restart: Restart,
+}
+
+/// A supervisor's configuration; [`start`](Supervisor::start) it.
+#[derive(Debug)]
+pub struct Supervisor {
+    strategy: Strategy,
+    max_restarts: u32,
+    within: Duration,
+    children: Vec<ChildSpec>,
+    worker: Option<usize>,
+}
+
+impl Default for Supervisor {
+    fn default() -> Self {
+        Supervisor::new()
+    }
+}
+
+impl Supervisor {
+    /// `OneForOne`, at most 3 restarts within 5 seconds, no children.
+    pub fn new() -> Supervisor {
+        Supervisor {
+            strategy: Strategy::OneForOne,
+            max_restarts: 3,
+            within: Duration::from_secs(5),
+            children: Vec::new(),
+            worker: None,
+        }
+    }
+
+    /// Sets the restart strategy.
+    pub fn strategy(mut self, strategy: Strategy) -> Supervisor {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Sets the restart intensity: more than `max_restarts` restarts within
+    /// `within` stop the supervisor (abnormally). `max_restarts == 0` means
+    /// the first restart already does.
+    pub fn intensity(mut self, max_restarts: u32, within: Duration) -> Supervisor {
+        self.max_restarts = max_restarts;
+        self.within = within;
+        self
+    }
+
+    /// Adds a child; children start in the order they are added.
+    pub fn child(mut self, spec: ChildSpec) -> Supervisor {
+        self.children.push(spec);
+        self
+    }
+
+    /// Runs the supervisor process on worker `worker` (default: the
+    /// caller's).
+    pub fn on_worker(mut self, worker: usize) -> Supervisor {
+        self.worker = Some(worker);
+        self
+    }
+
+    /// Spawns the supervisor and waits until it has started every child, in
+    /// order. If a child fails to start, the ones already started are
+    /// stopped (reverse order) and the error names the child.
+    pub fn start(self) -> Result<SupervisorRef, SupervisorError> {
+        process::self_pid().ok_or(SupervisorError::NotInProcess)?;
+        for (i, spec) in self.children.iter().enumerate() {
+            if self.children[..i].iter().any(|other| other.name == spec.name) {
+                return Err(SupervisorError::DuplicateName(spec.name.clone()));
+            }
+        }
+        let (control_tx, control_rx) = channel();
+        let (init_tx, init_rx) = channel();
+        let worker = self.worker;
+        let body = move || supervise(self, control_rx, init_tx);
+        let handle = match worker {
+            Some(worker) => process::spawn_on(worker, body),
+            None => process::spawn(body),
+        }?;
+        let pid = handle.pid();
+        drop(handle);
+        match init_rx.recv() {
+            Ok(Ok(())) => Ok(SupervisorRef { pid, control: control_tx }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(SupervisorError::NoProc(pid)),
+        }
+    }
+
+    /// Starts the supervisor as a child named `name` of `parent`, which
+    /// stops it in its ordered shutdown. The child is `Temporary`: this
+    /// configuration is consumed by the first start, so there is nothing to
+    /// restart it from — for a restartable child supervisor give the parent
+    /// a [`ChildSpec::supervisor`] instead.
+    pub fn start_under(self, parent: &SupervisorRef, name: &str) -> Result<SupervisorRef, SupervisorError> {
+        start_once(parent, name, Shutdown::Infinity, move || self.start().map_err(StartError::from))
+    }
+}
+
+/// Starts a one-shot, `Temporary` child of `parent` with `start` and hands
+/// back what `start` returned.
+pub(crate) fn start_once<R, F>(
+    parent: &SupervisorRef,
+    name: &str,
+    shutdown: Shutdown,
+    start: F,
+) -> Result<R, SupervisorError>
+where
+    R: Clone + Send + Into<Child> + 'static,
+    F: FnOnce() -> Result<R, StartError> + Send + 'static,
+{
+    let (tx, rx) = channel::<R>();
+    let mut start = Some(start);
+    let spec = ChildSpec::new(name, move || {
+        let start = start.take().ok_or(StartError::AlreadyStarted)?;
+        let started = start()?;
+        let _ = tx.send(started.clone());
+        Ok::<R, StartError>(started)
+    })
+    .restart(Restart::Temporary)
+    .shutdown(shutdown);
+    parent.start_child(spec)?;
+    rx.try_recv().map_err(|_| SupervisorError::NoProc(parent.pid))
+}
+
+/// A request to the supervisor process.
+enum Control {
+    WhichChildren(Sender<Vec<ChildInfo>>),
+    StartChild(ChildSpec, Sender<Result<Pid, SupervisorError>>),
+    Stop,
+}
+
+/// A handle to a running supervisor. Cloneable; when the last clone is
+/// dropped the supervisor shuts down (ordered) and exits normally.
+#[derive(Debug, Clone)]
+#[must_use = "dropping the last SupervisorRef shuts the supervisor down"]
+pub struct SupervisorRef {
+    pid: Pid,
+    control: Sender<Control>,
+}
+
+impl SupervisorRef {
+    /// The supervisor's pid (monitor it to see it end).
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Sends a request and waits for the reply.
+    fn request<R: Send>(&self, make: impl FnOnce(Sender<R>) -> Control) -> Result<R, SupervisorError> {
+        match process::self_pid() {
+            None => return Err(SupervisorError::NotInProcess),
+            Some(me) if me == self.pid => return Err(SupervisorError::CallingSelf),
+            Some(_) => {}
+        }
+        let (tx, rx) = channel();
+        self.control.send(make(tx)).map_err(|_| SupervisorError::NoProc(self.pid))?;
+        // The supervisor drops the reply sender if it dies first.
+        rx.recv().map_err(|_| SupervisorError::NoProc(self.pid))
+    }
+
+    /// The children in start order, with their pids while they run.
+    pub fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
+        self.request(Control::WhichChildren)
+    }
+
+    /// The pid of the running child named `name` (`Ok(None)` if there is
+    /// no such child or it is not running).
+    pub fn child_pid(&self, name: &str) -> Result<Option<Pid>, SupervisorError> {
+        let children = self.which_children()?;
+        Ok(children.into_iter().find(|c| c.name == name).and_then(|c| c.pid))
+    }
+
+    /// Adds a child after the existing ones and starts it; returns its pid.
+    pub fn start_child(&self, spec: ChildSpec) -> Result<Pid, SupervisorError> {
+        self.request(|reply| Control::StartChild(spec, reply))?
+    }
+
+    /// Ordered shutdown: the supervisor stops its children in reverse start
+    /// order, each awaited, and exits normally; this returns once it has.
+    /// Outside a process (or from the supervisor itself) it only asks.
+    pub fn stop(&self) -> Result<(), SupervisorError> {
+        let me = process::self_pid();
+        let watch = (me.is_some() && me != Some(self.pid)).then(|| monitor::monitor(self.pid));
+        self.control.send(Control::Stop).map_err(|_| SupervisorError::NoProc(self.pid))?;
+        if let Some(watch) = watch {
+            let _ = watch.rx.recv();
+        }
+        Ok(())
+    }
+}
+
+/// A running child, as the supervisor holds it.
+struct Running {
+    pid: Pid,
+    monitor: Monitor,
+    stop: Option<Box<dyn FnOnce() + Send>>,
+    handle: Option<JoinHandle>,
+}
+
+struct Entry {
+    spec: ChildSpec,
+    running: Option<Running>,
+}
+
+/// Why the supervisor loop ended.
+enum Exit {
+    /// `stop()` was called.
+    Stop,
+    /// Every `SupervisorRef` was dropped.
+    Orphaned,
+    /// The restart intensity was exceeded; the message to die with.
+    Intensity(String),
+}
+
+/// The supervisor process's state. Dropping it (on the unwind path: a
+/// stop or a panic) asks every running child to stop, in reverse start
+/// order, without waiting — a process must not park while it unwinds.
+struct State {
+    strategy: Strategy,
+    max_restarts: u32,
+    within: Duration,
+    children: Vec<Entry>,
+    /// Times of the restarts within the intensity window, oldest first.
+    restarts: VecDeque<Instant>,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        for entry in self.children.iter_mut().rev() {
+            if let Some(running) = entry.running.take() {
+                let _ = process::request_stop(running.pid);
+            }
+        }
+    }
+}
+
+/// The supervisor process's body.
+fn supervise(config: Supervisor, control: Receiver<Control>, init: Sender<Result<(), SupervisorError>>) {
+    // Trapping, so a child's crash reaches us as a Down, not as our stop.
+    let trap = monitor::trap_exit();
+    let mut state = State {
+        strategy: config.strategy,
+        max_restarts: config.max_restarts,
+        within: config.within,
+        children: config.children.into_iter().map(|spec| Entry { spec, running: None }).collect(),
+        restarts: VecDeque::new(),
+    };
+    for index in 0..state.children.len() {
+        if let Err(error) = state.start_child(index) {
+            let child = state.children[index].spec.name.clone();
+            state.shutdown();
+            let _ = init.send(Err(SupervisorError::ChildStart { child, error }));
+            return;
+        }
+    }
+    let _ = init.send(Ok(()));
+    drop(init);
+    let exit = state.run(control, trap);
+    state.shutdown();
+    if let Exit::Intensity(message) = exit {
+        // Abnormal on purpose: the supervisor's own monitors and its
+        // supervisor see a crash, with the reason in the message.
+        panic!("{message}");
+    }
+}
+
+/// What `select` picked.
+#[derive(Clone, Copy)]
+enum Arm {
+    Down(usize),
+    Control,
+    Trap,
+}
+
+impl State {
+    fn run(&mut self, control: Receiver<Control>, trap: Option<Receiver<ExitSignal>>) -> Exit {
+        let mut trap = trap;
+        loop {
+            let picked = {
+                // Priority: Downs (in start order), then requests, then the
+                // exit signals nobody needs.
+                let mut arms: Vec<&dyn Selectable> = Vec::with_capacity(self.children.len() + 2);
+                let mut which = Vec::with_capacity(self.children.len() + 2);
+                for (index, entry) in self.children.iter().enumerate() {
+                    if let Some(running) = &entry.running {
+                        arms.push(&running.monitor.rx);
+                        which.push(Arm::Down(index));
+                    }
+                }
+                arms.push(&control);
+                which.push(Arm::Control);
+                if let Some(trap) = &trap {
+                    arms.push(trap);
+                    which.push(Arm::Trap);
+                }
+                which[select(&arms)]
+            };
+            match picked {
+                Arm::Down(index) => {
+                    let Some(running) = &self.children[index].running else { continue };
+                    let reason = match running.monitor.rx.try_recv() {
+                        Ok(down) => down.reason,
+                        Err(TryRecvError::Empty) => continue,
+                        // The monitor went away without a Down: treat the
+                        // child as gone, reason unknown.
+                        Err(TryRecvError::Disconnected) => DownReason::NoProc,
+                    };
+                    if let Err(exit) = self.child_died(index, reason) {
+                        return exit;
+                    }
+                }
+                Arm::Control => match control.try_recv() {
+                    Ok(Control::Stop) => return Exit::Stop,
+                    Ok(Control::WhichChildren(reply)) => {
+                        let _ = reply.send(self.which_children());
+                    }
+                    Ok(Control::StartChild(spec, reply)) => {
+                        let _ = reply.send(self.add_child(spec));
+                    }
+                    Err(TryRecvError::Empty) => {}
+                    // The closed arm would be ready forever; it also means
+                    // nobody can reach us any more.
+                    Err(TryRecvError::Disconnected) => return Exit::Orphaned,
+                },
+                Arm::Trap => {
+                    if let Some(exits) = &trap {
+                        loop {
+                            match exits.try_recv() {
+                                Ok(_) => {}
+                                Err(TryRecvError::Empty) => break,
+                                Err(TryRecvError::Disconnected) => {
+                                    trap = None;
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn which_children(&self) -> Vec<ChildInfo> {
+        self.children
+            .iter()
+            .map(|entry| ChildInfo {
+                name: entry.spec.name.clone(),
+                pid: entry.running.as_ref().map(|r| r.pid),
+                restart: entry.spec.restart,
+            })
+            .collect()
+    }
+
+    fn add_child(&mut self, spec: ChildSpec) -> Result<Pid, SupervisorError> {
+        if self.children.iter().any(|entry| entry.spec.name == spec.name) {
+            return Err(SupervisorError::DuplicateName(spec.name));
+        }
+        self.children.push(Entry { spec, running: None });
+        let index = self.children.len() - 1;
+        match self.start_child(index) {
+            Ok(pid) => Ok(pid),
+            Err(error) => {
+                let entry = self.children.remove(index);
+                Err(SupervisorError::ChildStart { child: entry.spec.name, error })
+            }
+        }
+    }
+
+    /// Starts child `index` and starts watching it.
+    fn start_child(&mut self, index: usize) -> Result<Pid, StartError> {
+        let entry = &mut self.children[index];
+        debug_assert!(entry.running.is_none(), "child {:?} started twice", entry.spec.name);
+        let Child { pid, stop, handle } = (entry.spec.start)()?;
+        // Monitor first: if the child is already gone, the Down says so
+        // (NoProc, refined through the handle when there is one).
+        let monitor = monitor::monitor(pid);
+        let _ = monitor::link(pid);
+        entry.running = Some(Running { pid, monitor, stop, handle });
+        Ok(pid)
+    }
+
+    /// Stops child `index` if it runs and waits for its death.
+    fn stop_child(&mut self, index: usize) {
+        let entry = &mut self.children[index];
+        let Some(Running { pid, monitor, stop, handle }) = entry.running.take() else { return };
+        if let Some(stop) = stop {
+            match entry.spec.shutdown {
+                Shutdown::Brutal => {}
+                Shutdown::Timeout(timeout) => {
+                    stop();
+                    match monitor.rx.recv_timeout(timeout) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Ok(_) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::NotInProcess) => return,
+                    }
+                }
+                Shutdown::Infinity => {
+                    stop();
+                    let _ = monitor.rx.recv();
+                    return;
+                }
+            }
+        }
+        let _ = process::request_stop(pid);
+        let _ = monitor.rx.recv();
+        drop(handle);
+    }
+
+    /// Ordered shutdown: every running child, reverse start order, awaited.
+    fn shutdown(&mut self) {
+        for index in (0..self.children.len()).rev() {
+            self.stop_child(index);
+        }
+    }
+
+    /// Charges one restart to the intensity window.
+    fn charge_restart(&mut self) -> Result<(), Exit> {
+        let now = process::now().unwrap_or(Instant::from_nanos(0));
+        self.restarts.push_back(now);
+        while self.restarts.front().is_some_and(|&t| now - t > self.within) {
+            self.restarts.pop_front();
+        }
+        if self.restarts.len() > self.max_restarts as usize {
+            let me = process::self_pid().map_or(String::new(), |pid| format!(" {pid}"));
+            return Err(Exit::Intensity(format!(
+                "supervisor{me}: restart intensity exceeded (more than {} restarts within {:?}); \
+                 children shut down",
+                self.max_restarts, self.within
+            )));
+        }
+        Ok(())
+    }
+
+    /// Child `index` died with `reason`: apply its restart policy and the
+    /// strategy.
+    fn child_died(&mut self, index: usize, reason: DownReason) -> Result<(), Exit> {
+        let Some(running) = self.children[index].running.take() else { return Ok(()) };
+        let reason = match (reason, running.handle) {
+            // Gone before we watched it: its handle knows how it ended (a
+            // stop reads as normal here; it cannot be told apart).
+            (DownReason::NoProc, Some(handle)) => match handle.join() {
+                Ok(()) => DownReason::Normal,
+                Err(JoinError::Panicked(message)) => DownReason::Panicked(message),
+                Err(JoinError::NotInProcess) => DownReason::NoProc,
+            },
+            (reason, _) => reason,
+        };
+        let policy = self.children[index].spec.restart;
+        if !policy.restarts_after(&reason) {
+            if policy == Restart::Temporary {
+                self.children.remove(index);
+            }
+            return Ok(());
+        }
+        self.charge_restart()?;
+        let cycled: Vec<usize> = match self.strategy {
+            Strategy::OneForOne => alloc::vec![index],
+            Strategy::OneForAll => (0..self.children.len()).collect(),
+            Strategy::RestForOne => (index..self.children.len()).collect(),
+        }
+        .into_iter()
+        .filter(|&j| j == index || self.children[j].running.is_some())
+        .collect();
+        for &j in cycled.iter().rev() {
+            self.stop_child(j);
+        }
+        let mut forgotten = Vec::new();
+        for &j in &cycled {
+            if j != index && self.children[j].spec.restart == Restart::Temporary {
+                forgotten.push(j);
+                continue;
+            }
+            self.restart_child(j)?;
+        }
+        for j in forgotten.into_iter().rev() {
+            self.children.remove(j);
+        }
+        Ok(())
+    }
+
+    /// Restarts child `index`; a failed start is retried, each attempt
+    /// charged to the intensity window, so a child that cannot start ends
+    /// the supervisor instead of spinning it.
+    fn restart_child(&mut self, index: usize) -> Result<(), Exit> {
+        loop {
+            match self.start_child(index) {
+                Ok(_) => return Ok(()),
+                Err(_) => {
+                    self.charge_restart()?;
+                    process::yield_now();
+                }
+            }
+        }
+    }
+}
