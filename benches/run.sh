@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Runs smarm's criterion benchmarks and summarises them beside their peers.
 #
-#   benches/run.sh --full    measure properly (criterion's defaults), then write
-#                            bench_results/summary.csv
+#   benches/run.sh --full    measure properly, then write
+#                            bench_results/summary.csv and ratios.png
 #   benches/run.sh --quick   for CI: the benches build in the bench profile and
-#                            run through the whole pipeline with tiny timings,
-#                            then write bench_results/summary-quick.csv
+#                            run through the whole pipeline with tiny timings
+#                            (and a small skynet tree), then write
+#                            bench_results/summary-quick.csv and
+#                            ratios-quick.png
+#
+# Besides `cargo bench` of every bench, the `rq_runtime` bench is rebuilt and
+# run once more per wake-ring feature (rq-mutex, rq-striped; the default
+# build has rq-mpmc), so the summary holds each ring's runtime figures. A
+# feature whose build does not really select its ring is reported and
+# skipped.
 #
 # --quick runs every bench for ~0.3 s (0.1 s warm-up, 0.2 s measured, the
 # minimum 10 samples) instead of `cargo test --benches` / `-- --test`, which
@@ -50,13 +58,22 @@ fi
 export CARGO_TARGET_DIR="$target_dir"
 cd "$repo_root"
 
+# Measurements that are not criterion timings (memory, peers that could not
+# run) are written here by the benches and read by the summariser.
+export SMARM_BENCH_MEASUREMENTS="$target_dir/smarm-measurements"
+
 # --noplot: the summary is the product; plots only cost time.
 criterion_args=(--noplot)
 if [[ $mode == quick ]]; then
     criterion_args+=(--warm-up-time 0.1 --measurement-time 0.2 --sample-size 10)
+    # Benches then keep these timings instead of their own longer ones.
+    export SMARM_BENCH_QUICK=1
     summary=bench_results/summary-quick.csv
+    chart=bench_results/ratios-quick.png
 else
+    unset SMARM_BENCH_QUICK
     summary=bench_results/summary.csv
+    chart=bench_results/ratios.png
 fi
 
 # Anything criterion writes from now on is this run's; older figures make the
@@ -65,7 +82,22 @@ started="$(date +%s)"
 
 cargo bench -p smarm-benches --benches -- "${criterion_args[@]}"
 
+# rq_runtime once more per wake ring. The bench names its results after the
+# ring compiled in; `--list` shows that name before anything runs.
+for feature in rq-mutex rq-striped; do
+    ring="${feature#rq-}"
+    listed="$(cargo bench -p smarm-benches --features "$feature" --bench rq_runtime -- --list)"
+    if ! grep -q "^rq_runtime/[a-z_]*/$ring: benchmark" <<<"$listed"; then
+        echo "run.sh: the $feature build does not use the $ring ring (it lists:" \
+            "$(grep -o '^rq_runtime/[a-z_]*/[a-z]*' <<<"$listed" | head -1)); skipping it" >&2
+        continue
+    fi
+    cargo bench -p smarm-benches --features "$feature" --bench rq_runtime -- "${criterion_args[@]}"
+done
+
 cargo run --quiet --release -p smarm-benches --bin summarize -- \
     --criterion-dir "$target_dir/criterion" \
+    --measurements-dir "$SMARM_BENCH_MEASUREMENTS" \
     --since "$started" \
-    --out "$repo_root/$summary"
+    --out "$repo_root/$summary" \
+    --chart "$repo_root/$chart"

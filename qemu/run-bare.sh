@@ -57,7 +57,7 @@ echo "run-bare.sh: booting $elf (timeout ${timeout_seconds}s)" >&2
 # reads no input, and QEMU must not wait on a terminal under CI.
 status=0
 timeout "$timeout_seconds" qemu-system-aarch64 \
-    -M virt -cpu cortex-a53 -m 128M \
+    -M virt -cpu cortex-a53 -smp 4 -m 128M \
     -nographic -semihosting \
     -kernel "$elf" </dev/null || status=$?
 

@@ -1,6 +1,6 @@
-//! Bare-metal AArch64 boot: the reset entry, the exception vectors and the
-//! few instructions a board needs (semihosting, WFE / SEV / WFI, the virtual
-//! timer).
+//! Bare-metal AArch64 boot: the reset entry, the secondary-core entry, the
+//! exception vectors and the few instructions a board needs (semihosting,
+//! PSCI, WFE / SEV / WFI, barriers, the virtual timer, the core's identity).
 //!
 //! Compiled only for `aarch64-unknown-none` with the `bare-boot` feature, and
 //! used by exactly one program: the bare image in `qemu/image/`. It lives here
@@ -8,15 +8,20 @@
 //!
 //! # The contract with the image
 //!
-//! The image links against two `extern "C"` symbols that it must define
+//! The image links against three `extern "C"` symbols that it must define
 //! (`#[no_mangle]`); a link-time symbol is acceptable because the image is
 //! the only user, and a missing one is a link error, not a silent default:
 //!
 //! - `smarm_bare_main() -> !` — called once on the boot core, on the boot
-//!   stack, with FP/SIMD enabled, `.bss` zeroed and the vectors installed;
+//!   stack, with the MMU and caches on, FP/SIMD enabled, `.bss` zeroed and
+//!   the vectors installed;
+//! - `smarm_bare_secondary_main(boot: &'static CoreBoot) -> !` — called on
+//!   each core started with [`start_core`], on the stacks its [`CoreBoot`]
+//!   names, set up like the boot core (MMU, FP/SIMD, vectors);
 //! - `smarm_bare_exception(kind, esr, far, elr) -> !` — called for *every*
-//!   exception, on the dedicated exception stack; `kind` is the vector index
-//!   (see [`vector_name`]), the rest are `ESR_EL1`, `FAR_EL1`, `ELR_EL1`.
+//!   exception, on the calling core's exception stack; `kind` is the vector
+//!   index (see [`vector_name`]), the rest are `ESR_EL1`, `FAR_EL1`,
+//!   `ELR_EL1`.
 //!
 //! And the linker script (`linker/qemu-virt.ld`) must define the symbols
 //! `__stack_top`, `__exception_stack_top`, `__bss_start` and `__bss_end`
@@ -25,27 +30,53 @@
 //! # What `_start` does, in order
 //!
 //! 1. Parks every core but the one with `MPIDR_EL1.Aff0 == 0` in a WFE loop
-//!    (the runtime drives workers from the boot core only, for now).
+//!    (for loaders that release every core at once; QEMU `virt` with PSCI
+//!    keeps the secondaries powered off until [`start_core`] asks for them,
+//!    and they enter at `smarm_bare_secondary_entry` instead).
 //! 2. If entered at EL2 (real boards, or QEMU `-M virt,virtualization=on`),
 //!    configures EL2 just enough to run EL1 in AArch64 with the counters
 //!    readable, and drops to EL1. EL3 or anything else is unsupported: it
 //!    asks semihosting to exit with [`UNSUPPORTED_EL_EXIT_STATUS`] and parks.
-//! 3. Enables FP/SIMD (`CPACR_EL1.FPEN`): the `aarch64-unknown-none` target
+//! 3. Turns the MMU on with the identity map described below, data and
+//!    instruction caches included.
+//! 4. Enables FP/SIMD (`CPACR_EL1.FPEN`): the `aarch64-unknown-none` target
 //!    emits NEON for ordinary code, so this precedes any Rust.
-//! 4. Points `SP_EL1` at the exception stack, then selects `SP_EL0` and
+//! 5. Clears `TPIDR_EL1`, the per-core pointer the image keeps its
+//!    current-worker record in ([`thread_pointer`]).
+//! 6. Points `SP_EL1` at the exception stack, then selects `SP_EL0` and
 //!    points it at the boot stack. Ordinary code (and every green-thread
 //!    stack it switches to) runs on `SP_EL0`; an exception switches the CPU
 //!    to `SP_EL1` by itself, so the handler still has a good stack when the
 //!    fault was a broken stack pointer.
-//! 5. Zeroes `.bss` (`__bss_start..__bss_end`, 16 bytes at a time).
-//! 6. Installs the vector table in `VBAR_EL1`.
-//! 7. Clears the frame pointer and link register (so backtraces end here)
+//! 7. Zeroes `.bss` (`__bss_start..__bss_end`, 16 bytes at a time).
+//! 8. Installs the vector table in `VBAR_EL1`.
+//! 9. Clears the frame pointer and link register (so backtraces end here)
 //!    and calls `smarm_bare_main`.
 //!
-//! Interrupts stay masked (`DAIF` as reset left it): the bare runtime polls.
-//! The MMU and caches stay off; on QEMU that is fine, on real hardware
-//! exclusive loads/stores (atomics) want normal cacheable memory, which
-//! needs the MMU on — later work, with the board that needs it.
+//! A secondary core (started by PSCI `CPU_ON` at
+//! `smarm_bare_secondary_entry`, `x0` = its [`CoreBoot`]) runs steps 2–6
+//! and 8–9 with the stacks its `CoreBoot` names (never `.bss` zeroing) and
+//! calls `smarm_bare_secondary_main`.
+//!
+//! Interrupts stay masked (`DAIF` as reset left it): the bare runtime polls,
+//! and a pending interrupt only ends a WFI.
+//!
+//! # The identity map
+//!
+//! One level-1 table (4 KiB granule, 39-bit VA, `TTBR0_EL1`) of 1 GiB
+//! blocks, virtual = physical, shared by every core:
+//!
+//! ```text
+//!  0x0000_0000..0x4000_0000  Device-nGnRnE, never executable   (GIC, PL011, …)
+//!  0x4000_0000..0x8000_0000  Normal, write-back cacheable,      (RAM: the image,
+//!                            inner shareable, executable          stacks, heap)
+//!  everything else           unmapped: an access faults
+//! ```
+//!
+//! Normal memory is what exclusive loads/stores (every atomic, the
+//! allocator's lock, the runtime's rings) are architecturally defined on,
+//! and inner shareable makes the cores' caches coherent with each other.
+//! The table is constant data in `.rodata`; nothing writes it at run time.
 //!
 //! # The exception vector table
 //!
@@ -94,6 +125,41 @@ const SCTLR_EL1_RES1: u64 = 0x30d0_0800;
 /// `SPSR_EL2` for the drop to EL1: mode EL1h (`M = 0b0101`, i.e. using
 /// `SP_EL1`) with D, A, I and F masked (`0b1111 << 6`).
 const SPSR_EL1H_MASKED: u64 = (0b1111 << 6) | 0b0101;
+
+/// `MAIR_EL1`: attribute 0 = Device-nGnRnE (`0x00`), attribute 1 = Normal,
+/// inner and outer write-back non-transient, read- and write-allocate
+/// (`0xff`).
+const MAIR_EL1_VALUE: u64 = 0xff << 8;
+/// `AttrIndx` of the device attribute in [`MAIR_EL1_VALUE`].
+const ATTR_DEVICE: u64 = 0;
+/// `AttrIndx` of the normal-memory attribute in [`MAIR_EL1_VALUE`].
+const ATTR_NORMAL: u64 = 1;
+/// `TCR_EL1`: `T0SZ` = 25 (39-bit VA, so the walk starts at level 1 with
+/// 1 GiB entries), `IRGN0` = `ORGN0` = write-back write-allocate,
+/// `SH0` = inner shareable, `TG0` = 4 KiB, `EPD1` (no `TTBR1_EL1` walks),
+/// `IPS` = 32 bits (every address the image touches is below 4 GiB).
+const TCR_EL1_VALUE: u64 = 25 | (0b01 << 8) | (0b01 << 10) | (0b11 << 12) | (1 << 23);
+/// A level-1 block descriptor: `0b01` in bits 1..0.
+const DESCRIPTOR_BLOCK: u64 = 0b01;
+/// Descriptor `AF`: the access flag (set, so the first access does not fault).
+const DESCRIPTOR_AF: u64 = 1 << 10;
+/// Descriptor `SH` = inner shareable.
+const DESCRIPTOR_INNER_SHAREABLE: u64 = 0b11 << 8;
+/// Descriptor `PXN | UXN`: never executable.
+const DESCRIPTOR_NEVER_EXECUTE: u64 = (1 << 53) | (1 << 54);
+/// Bytes mapped by one level-1 block.
+const GIB: u64 = 1 << 30;
+/// The device block: the first GiB (the GIC at 0x0800_0000, the PL011 at
+/// 0x0900_0000 and the rest of QEMU `virt`'s low MMIO).
+const DEVICE_BLOCK: u64 =
+    DESCRIPTOR_BLOCK | (ATTR_DEVICE << 2) | DESCRIPTOR_AF | DESCRIPTOR_NEVER_EXECUTE;
+/// The RAM block: the second GiB (QEMU `virt`'s RAM starts at 0x4000_0000).
+const RAM_BLOCK: u64 =
+    GIB | DESCRIPTOR_BLOCK | (ATTR_NORMAL << 2) | DESCRIPTOR_AF | DESCRIPTOR_INNER_SHAREABLE;
+/// Entries in a 4 KiB-granule translation table.
+const TABLE_ENTRIES: usize = 512;
+/// `SCTLR_EL1.M | C | I`: MMU, data cache, instruction cache.
+const SCTLR_EL1_MMU_AND_CACHES: u64 = (1 << 0) | (1 << 2) | (1 << 12);
 
 /// Exit status asked of semihosting when `_start` finds itself at an
 /// exception level it does not support (EL0 or EL3).
@@ -180,33 +246,68 @@ pub fn exception_class(esr: u64) -> u64 {
     (esr >> 26) & 0x3f
 }
 
+/// What a secondary core needs before any Rust runs on it: its two stacks.
+/// The image fills one per core and hands it to [`start_core`]; the core's
+/// entry code reads it (after turning its MMU on) and passes it on to
+/// `smarm_bare_secondary_main`.
+#[derive(Debug)]
+#[repr(C)]
+pub struct CoreBoot {
+    /// Top of the core's boot stack (`SP_EL0`), 16-byte aligned.
+    pub stack_top: usize,
+    /// Top of the core's exception stack (`SP_EL1`), 16-byte aligned.
+    pub exception_stack_top: usize,
+    /// The image's number for the core (it need not be `MPIDR_EL1.Aff0`).
+    pub core: usize,
+}
+
+// The entry code loads both stack tops with `ldr` at these offsets.
+const _: () = assert!(offset_of!(CoreBoot, stack_top).is_multiple_of(8));
+const _: () = assert!(offset_of!(CoreBoot, exception_stack_top).is_multiple_of(8));
+
 extern "C" {
     /// Defined by the image: the program, run once on the boot core.
     fn smarm_bare_main() -> !;
+    /// Defined by the image: what each started secondary core runs.
+    fn smarm_bare_secondary_main(boot: &'static CoreBoot) -> !;
     /// Defined by the image: reports an exception and ends the program.
     fn smarm_bare_exception(kind: u64, esr: u64, far: u64, elr: u64) -> !;
+    /// Defined below in assembly: where PSCI `CPU_ON` starts a secondary.
+    fn smarm_bare_secondary_entry();
 }
 
-// The reset entry; the sequence is in the module doc.
-// INPUTS:  none it relies on (x0 carries the DTB address from QEMU's loader;
-//          it is not used). Linker symbols: __stack_top,
-//          __exception_stack_top, __bss_start, __bss_end.
-// OUTPUTS: never returns; calls `smarm_bare_main` on SP_EL0.
+// The reset entry, the secondary entry and their shared set-up; the
+// sequence is in the module doc.
+// INPUTS:  `_start`: nothing it relies on (x0 carries the DTB address from
+//          QEMU's loader; it is not used). `smarm_bare_secondary_entry`:
+//          x0 = the core's `CoreBoot` (PSCI's context id). Linker symbols:
+//          __stack_top, __exception_stack_top, __bss_start, __bss_end.
+// OUTPUTS: never returns; calls `smarm_bare_main` (boot core) or
+//          `smarm_bare_secondary_main(x0 = CoreBoot)` on SP_EL0.
 // OPTIONS: global_asm has none. It runs before any stack exists, so it uses
-//          only x19..x22 (and x0/x1 for the semihosting call) and system
-//          registers.
+//          only x19..x23 (and x0/x1 for the semihosting call) and system
+//          registers. x23 holds the `CoreBoot` (0 on the boot core) from
+//          entry to the call; the EL2 drop (eret) preserves it.
 global_asm!(
     r#"
     .section .text.boot, "ax"
     .global _start
     .type _start, %function
 _start:
-    // 1. Park secondary cores.
+    // 1. Park secondary cores a loader released together with this one.
     mrs     x19, mpidr_el1
     and     x19, x19, #{aff0_mask}
-    cbz     x19, 2f
-1:  wfe
-    b       1b
+    cbz     x19, 1f
+0:  wfe
+    b       0b
+1:  mov     x23, xzr
+    b       2f
+    .size _start, . - _start
+
+    .global smarm_bare_secondary_entry
+    .type smarm_bare_secondary_entry, %function
+smarm_bare_secondary_entry:
+    mov     x23, x0
 
     // 2. Find out where we are: EL1 carries on, EL2 drops to EL1.
 2:  mrs     x19, CurrentEL
@@ -251,13 +352,39 @@ _start:
     eret
 
 .Lsmarm_at_el1:
-    // 3. FP/SIMD on, before any Rust code can use it.
+    // 3. MMU on: attributes, translation control, the table; forget any
+    //    stale translations and instructions, then enable.
+    mov     x19, #({mair} & 0xffff)
+    movk    x19, #(({mair} >> 16) & 0xffff), lsl #16
+    msr     mair_el1, x19
+    mov     x19, #({tcr} & 0xffff)
+    movk    x19, #(({tcr} >> 16) & 0xffff), lsl #16
+    msr     tcr_el1, x19
+    adrp    x19, smarm_bare_page_table
+    add     x19, x19, :lo12:smarm_bare_page_table
+    msr     ttbr0_el1, x19
+    isb
+    tlbi    vmalle1
+    ic      iallu
+    dsb     nsh
+    isb
+    mrs     x19, sctlr_el1
+    mov     x20, #{sctlr_mmu}
+    orr     x19, x19, x20
+    msr     sctlr_el1, x19
+    isb
+
+    // 4. FP/SIMD on, before any Rust code can use it.
     mrs     x19, cpacr_el1
     orr     x19, x19, #{cpacr_fpen}
     msr     cpacr_el1, x19
     isb
 
-    // 4. SP_EL1 = exception stack; then run on SP_EL0 = boot stack.
+    // 5. No current worker on this core yet.
+    msr     tpidr_el1, xzr
+
+    // 6. SP_EL1 = exception stack; then run on SP_EL0 = boot stack.
+    cbnz    x23, .Lsmarm_secondary_stacks
     adrp    x19, __exception_stack_top
     add     x19, x19, :lo12:__exception_stack_top
     mov     sp, x19
@@ -266,7 +393,7 @@ _start:
     add     x19, x19, :lo12:__stack_top
     mov     sp, x19
 
-    // 5. Zero .bss; both ends are 16-byte aligned (linker script).
+    // 7. Zero .bss (boot core only); both ends are 16-byte aligned.
     adrp    x19, __bss_start
     add     x19, x19, :lo12:__bss_start
     adrp    x20, __bss_end
@@ -276,19 +403,40 @@ _start:
     stp     xzr, xzr, [x19], #16
     b       4b
 
-    // 6. Exception vectors.
+.Lsmarm_secondary_stacks:
+    ldr     x19, [x23, #{boot_exception_stack_top}]
+    mov     sp, x19
+    msr     spsel, #0
+    ldr     x19, [x23, #{boot_stack_top}]
+    mov     sp, x19
+
+    // 8. Exception vectors.
 5:  adrp    x19, smarm_bare_vectors
     add     x19, x19, :lo12:smarm_bare_vectors
     msr     vbar_el1, x19
     isb
 
-    // 7. Enter the image with a terminated frame chain.
+    // 9. Enter the image with a terminated frame chain.
     mov     x29, xzr
     mov     x30, xzr
+    cbnz    x23, 7f
     bl      {main}
 6:  wfe
     b       6b
-    .size _start, . - _start
+7:  mov     x0, x23
+    bl      {secondary_main}
+8:  wfe
+    b       8b
+    .size smarm_bare_secondary_entry, . - smarm_bare_secondary_entry
+
+    // The identity map (see the module doc): 1 GiB level-1 blocks.
+    .section .rodata.smarm_bare_page_table, "a"
+    .balign 4096
+    .global smarm_bare_page_table
+smarm_bare_page_table:
+    .quad   {device_block}
+    .quad   {ram_block}
+    .fill   {table_entries} - 2, 8, 0
     "#,
     aff0_mask = const MPIDR_AFF0_MASK,
     current_el_shift = const CURRENT_EL_SHIFT,
@@ -302,9 +450,24 @@ _start:
     cptr_el2 = const CPTR_EL2_NO_TRAPS,
     sctlr_el1 = const SCTLR_EL1_RES1,
     spsr_el1h = const SPSR_EL1H_MASKED,
+    mair = const MAIR_EL1_VALUE,
+    tcr = const TCR_EL1_VALUE,
+    sctlr_mmu = const SCTLR_EL1_MMU_AND_CACHES,
     cpacr_fpen = const CPACR_EL1_FPEN,
+    boot_stack_top = const offset_of!(CoreBoot, stack_top),
+    boot_exception_stack_top = const offset_of!(CoreBoot, exception_stack_top),
+    device_block = const DEVICE_BLOCK,
+    ram_block = const RAM_BLOCK,
+    table_entries = const TABLE_ENTRIES,
     main = sym smarm_bare_main,
+    secondary_main = sym smarm_bare_secondary_main,
 );
+
+// The values the set-up code loads with two instructions must fit 32 bits.
+const _: () = assert!(MAIR_EL1_VALUE <= u32::MAX as u64);
+const _: () = assert!(TCR_EL1_VALUE <= u32::MAX as u64);
+// `mov x20, #imm` takes a 16-bit immediate.
+const _: () = assert!(SCTLR_EL1_MMU_AND_CACHES <= u16::MAX as u64);
 
 // The vector table and its common path.
 // INPUTS:  the CPU enters an entry on SP_EL1 with every general-purpose
@@ -552,4 +715,177 @@ pub fn virtual_timer_disarm() {
     //          before the caller clears the interrupt's pending state.
     // SAFETY: as in `virtual_timer_arm`: only the timer's output changes.
     unsafe { asm!("msr cntv_ctl_el0, xzr", "isb", options(nomem, nostack, preserves_flags)) }
+}
+
+/// `MPIDR_EL1.Aff0` of the calling core: its number within its cluster
+/// (0..=3 on QEMU `virt -smp 4`, whose GICv2 machine puts up to eight cores
+/// in cluster 0).
+pub fn core_index() -> usize {
+    let mpidr: u64;
+    // INPUTS:  none.
+    // OUTPUTS: `mpidr` = MPIDR_EL1.
+    // OPTIONS: nomem, nostack, preserves_flags; not `pure`: the value is
+    //          the *calling core's*, and a green thread may be resumed on
+    //          another core between two calls, so two reads must not be
+    //          merged across code that may switch.
+    // SAFETY: MPIDR_EL1 is readable at EL1 and reading it has no effect.
+    unsafe { asm!("mrs {}, mpidr_el1", out(reg) mpidr, options(nomem, nostack, preserves_flags)) };
+    (mpidr & MPIDR_AFF0_MASK) as usize
+}
+
+/// The calling core's `TPIDR_EL1`: a pointer-sized register each core has
+/// for itself, which nothing but the image uses (the boot code clears it on
+/// every core before Rust runs). The bare host keeps the core's
+/// current-worker pointer in it.
+pub fn thread_pointer() -> usize {
+    let value: usize;
+    // INPUTS:  none.
+    // OUTPUTS: `value` = TPIDR_EL1.
+    // OPTIONS: nostack, preserves_flags; not nomem / pure, so it is neither
+    //          hoisted above nor merged with a `set_thread_pointer` the
+    //          compiler cannot see (another function's, before a switch).
+    // SAFETY: TPIDR_EL1 is an ordinary read/write register at EL1.
+    unsafe { asm!("mrs {}, tpidr_el1", out(reg) value, options(nostack, preserves_flags)) };
+    value
+}
+
+/// Sets the calling core's `TPIDR_EL1` (see [`thread_pointer`]).
+pub fn set_thread_pointer(value: usize) {
+    // INPUTS:  `value`.
+    // OUTPUTS: none (TPIDR_EL1).
+    // OPTIONS: nostack, preserves_flags; not nomem, for the reason given in
+    //          `thread_pointer`.
+    // SAFETY: TPIDR_EL1 is an ordinary read/write register at EL1 with no
+    // architectural meaning; only this module's callers interpret it.
+    unsafe { asm!("msr tpidr_el1, {}", in(reg) value, options(nostack, preserves_flags)) };
+}
+
+/// `DSB SY`: every memory access before it — to RAM and to device
+/// registers — completes before any access after it. The board needs it
+/// between "publish a wake in RAM" and "raise an interrupt at the GIC"
+/// (and between "clear the interrupt" and "re-check RAM"): a barrier of
+/// the atomics' kind (`DMB`) does not order a Normal-memory store against
+/// a Device write's side effect at another core.
+pub fn data_synchronization_barrier() {
+    // INPUTS:  none.
+    // OUTPUTS: none.
+    // OPTIONS: nostack, preserves_flags; not nomem: it is a compiler
+    //          barrier too, so accesses are not moved across it.
+    // SAFETY: a barrier only waits.
+    unsafe { asm!("dsb sy", options(nostack, preserves_flags)) };
+}
+
+/// PSCI 0.2 `CPU_ON`, SMC64 calling convention.
+const PSCI_CPU_ON_64: u64 = 0xc400_0003;
+
+/// Why PSCI refused to start a core (the PSCI return codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PsciError {
+    /// `NOT_SUPPORTED`: the firmware (here: QEMU) has no `CPU_ON`.
+    NotSupported,
+    /// `INVALID_PARAMETERS`: no core has that MPIDR (fewer cores than
+    /// asked for: run QEMU with `-smp 4`).
+    InvalidParameters,
+    /// `DENIED`.
+    Denied,
+    /// `ALREADY_ON`: the core runs already (a loader started every core).
+    AlreadyOn,
+    /// `ON_PENDING`: a `CPU_ON` for the core is in progress.
+    OnPending,
+    /// `INTERNAL_FAILURE`.
+    InternalFailure,
+    /// `INVALID_ADDRESS`: the entry point was refused.
+    InvalidAddress,
+    /// Any other code.
+    Other(i32),
+}
+
+impl core::fmt::Display for PsciError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PsciError::NotSupported => f.write_str("PSCI CPU_ON is not supported by the firmware"),
+            PsciError::InvalidParameters => {
+                f.write_str("no such core (PSCI INVALID_PARAMETERS): start QEMU with -smp 4")
+            }
+            PsciError::Denied => f.write_str("PSCI denied CPU_ON"),
+            PsciError::AlreadyOn => f.write_str("the core is already on (started by the loader?)"),
+            PsciError::OnPending => f.write_str("a CPU_ON for the core is already pending"),
+            PsciError::InternalFailure => f.write_str("PSCI internal failure"),
+            PsciError::InvalidAddress => f.write_str("PSCI refused the entry point address"),
+            PsciError::Other(code) => write!(f, "PSCI CPU_ON returned {code}"),
+        }
+    }
+}
+
+impl core::error::Error for PsciError {}
+
+/// Starts the core whose `MPIDR_EL1` affinity fields are `target_mpidr`
+/// with PSCI `CPU_ON` through `HVC`: the conduit QEMU `virt` advertises
+/// (`/psci method = "hvc"` in its device tree) for a guest that boots at
+/// EL1 without firmware. The core enters `smarm_bare_secondary_entry`, sets
+/// itself up like the boot core on the stacks in `boot`, and calls the
+/// image's `smarm_bare_secondary_main(boot)`.
+///
+/// Returns once PSCI has accepted the request; the core may not have run a
+/// single instruction yet (the image waits for it to check in).
+///
+/// # Safety
+///
+/// 1. `boot.stack_top` and `boot.exception_stack_top` are 16-byte aligned
+///    tops of memory reserved for that core's stacks for the rest of the
+///    program (nothing else reads or writes it);
+/// 2. the image's `smarm_bare_secondary_main` is ready to run on a new core
+///    (whatever it shares with the running cores is synchronised);
+/// 3. the platform implements PSCI over HVC (QEMU `virt` without
+///    `secure=on` or `virtualization=on`); elsewhere `HVC` is undefined or
+///    traps to a hypervisor that does something else.
+pub unsafe fn start_core(target_mpidr: u64, boot: &'static CoreBoot) -> Result<(), PsciError> {
+    let entry = smarm_bare_secondary_entry as *const () as usize;
+    let context = boot as *const CoreBoot as usize;
+    let status: u64;
+    // INPUTS:  x0 = PSCI function id (CPU_ON, SMC64), x1 = target MPIDR,
+    //          x2 = entry point (physical = virtual: identity map),
+    //          x3 = context id (arrives in the new core's x0).
+    // OUTPUTS: x0 = PSCI status (0 = success, negative = error).
+    // OPTIONS: nostack; clobber_abi("C") because the SMC calling convention
+    //          lets the callee change x4..x17 (QEMU changes only x0). Not
+    //          nomem: the started core reads `boot` and the image's memory,
+    //          so every store before the call must be emitted before it.
+    // SAFETY: the caller's conditions 1–3: the new core runs only on the
+    // memory `boot` reserves for it, and HVC reaches PSCI.
+    unsafe {
+        asm!(
+            "hvc #0",
+            inlateout("x0") PSCI_CPU_ON_64 => status,
+            in("x1") target_mpidr,
+            in("x2") entry,
+            in("x3") context,
+            options(nostack),
+            clobber_abi("C"),
+        );
+    }
+    match status as u32 as i32 {
+        0 => Ok(()),
+        -1 => Err(PsciError::NotSupported),
+        -2 => Err(PsciError::InvalidParameters),
+        -3 => Err(PsciError::Denied),
+        -4 => Err(PsciError::AlreadyOn),
+        -5 => Err(PsciError::OnPending),
+        -6 => Err(PsciError::InternalFailure),
+        -9 => Err(PsciError::InvalidAddress),
+        code => Err(PsciError::Other(code)),
+    }
+}
+
+/// Whether the calling core runs with the MMU and both caches on
+/// (`SCTLR_EL1.M`, `C` and `I`), as the boot code leaves every core.
+pub fn mmu_and_caches_enabled() -> bool {
+    let sctlr: u64;
+    // INPUTS:  none.
+    // OUTPUTS: `sctlr` = SCTLR_EL1.
+    // OPTIONS: nomem, nostack, preserves_flags: a register read with no
+    //          side effect.
+    // SAFETY: SCTLR_EL1 is readable at EL1 and reading it has no effect.
+    unsafe { asm!("mrs {}, sctlr_el1", out(reg) sctlr, options(nomem, nostack, preserves_flags)) };
+    sctlr & SCTLR_EL1_MMU_AND_CACHES == SCTLR_EL1_MMU_AND_CACHES
 }

@@ -109,7 +109,8 @@ fn tokio_child(count: usize) -> f64 {
 fn may_child(count: usize) -> f64 {
     may::config().set_workers(1);
     common::may_spawn(move || {
-        let (senders, receivers): (Vec<_>, Vec<_>) = (0..count).map(|_| may::sync::mpsc::channel::<()>()).unzip();
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..count).map(|_| may::sync::mpsc::channel::<()>()).unzip();
         let mut handles = Vec::with_capacity(count);
         let before = resident_bytes();
         for receiver in receivers {
@@ -118,8 +119,10 @@ fn may_child(count: usize) -> f64 {
                 let _ = receiver.recv();
             }));
         }
+        // may's `yield_now` from this coroutine starves the new ones on a
+        // one-worker scheduler; a short sleep lets them all run.
         while READY.load(Ordering::Relaxed) < count {
-            may::coroutine::yield_now();
+            may::coroutine::sleep(std::time::Duration::from_millis(1));
         }
         let after = resident_bytes();
         drop(senders);
@@ -168,14 +171,20 @@ fn main() {
             Err(reason) if runtime == "may" => {
                 let failed = format!("{PARKED} parked failed ({reason})");
                 match measure_in_child(runtime, MAY_FALLBACK) {
-                    Ok(value) => Measurement::Value { value, note: format!("{failed}; {MAY_FALLBACK} parked") },
-                    Err(again) => Measurement::Failed { reason: format!("{failed}; {MAY_FALLBACK}: {again}") },
+                    Ok(value) => {
+                        Measurement::Value { value, note: format!("{failed}; {MAY_FALLBACK} parked") }
+                    }
+                    Err(again) => {
+                        Measurement::Failed { reason: format!("{failed}; {MAY_FALLBACK}: {again}") }
+                    }
                 }
             }
             Err(reason) => Measurement::Failed { reason },
         };
         match &measurement {
-            Measurement::Value { value, note } => println!("{id}: {value:.0} resident bytes per parked ({note})"),
+            Measurement::Value { value, note } => {
+                println!("{id}: {value:.0} resident bytes per parked ({note})")
+            }
             Measurement::Failed { reason } => println!("{id}: failed: {reason}"),
         }
         rows.push((id.to_string(), measurement));

@@ -75,7 +75,8 @@ fn smarm_two_workers(iterations: u64) -> Duration {
             let (to_pinger, from_ponger) = smarm::channel();
             // A join handle carries no value: the pinger reports its time here.
             let (report, elapsed) = smarm::channel();
-            let ponger = smarm::spawn_on(1, move || smarm_pong(from_pinger, to_pinger)).expect("spawn ponger");
+            let ponger =
+                smarm::spawn_on(1, move || smarm_pong(from_pinger, to_pinger)).expect("spawn ponger");
             let pinger = smarm::spawn_on(0, move || {
                 let start = Instant::now();
                 smarm_ping(iterations * CROSS_WORKER_TRIPS, &to_ponger, &from_ponger);
@@ -184,7 +185,8 @@ fn two_workers(criterion: &mut Criterion) {
     common::short_iterations(&mut group);
     group.bench_function("smarm/engine_channel", |bencher| bencher.iter_custom(smarm_two_workers));
 
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("tokio runtime starts");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("tokio runtime starts");
     group.bench_function("tokio/multi_thread_mpsc", |bencher| {
         bencher.iter_custom(|iterations| tokio_ping_pong(&runtime, iterations * CROSS_WORKER_TRIPS))
     });

@@ -31,9 +31,24 @@ use smarm_benches::measure::{self, Measurement};
 mod common;
 
 const LEAVES: u64 = 1_000_000;
+/// Leaves in quick mode, which only checks that the bench runs: a tree of
+/// 11,111 processes instead of a minute of CI time.
+const QUICK_LEAVES: u64 = 10_000;
 const FAN_OUT: u64 = 10;
-/// 0 + 1 + … + (LEAVES - 1).
-const TOTAL: u64 = LEAVES * (LEAVES - 1) / 2;
+
+/// Leaves in this run.
+fn leaves() -> u64 {
+    if measure::quick() {
+        QUICK_LEAVES
+    } else {
+        LEAVES
+    }
+}
+
+/// 0 + 1 + … + (leaves - 1).
+fn total(leaves: u64) -> u64 {
+    leaves * (leaves - 1) / 2
+}
 /// Every process of the tree: 1 + 10 + … + 10^6.
 const TREE_PROCESSES: usize = 1_111_111;
 
@@ -57,7 +72,8 @@ fn smarm_node(first: u64, leaves: u64, parent: smarm::Sender<u64>) {
     let share = leaves / FAN_OUT;
     for child in 0..FAN_OUT {
         let to_me = to_me.clone();
-        smarm::spawn(move || smarm_node(first + child * share, share, to_me)).expect("the slab holds the tree");
+        smarm::spawn(move || smarm_node(first + child * share, share, to_me))
+            .expect("the slab holds the tree");
     }
     drop(to_me);
     let sum: u64 = (0..FAN_OUT).map(|_| inbox.recv().expect("every child reports")).sum();
@@ -65,12 +81,13 @@ fn smarm_node(first: u64, leaves: u64, parent: smarm::Sender<u64>) {
 }
 
 fn smarm_skynet(iterations: u64) -> Duration {
+    let leaves = leaves();
     smarm::run_with(smarm_config(), move || {
         let start = Instant::now();
         for _ in 0..iterations {
             let (to_root, result) = smarm::channel();
-            smarm::spawn(move || smarm_node(0, black_box(LEAVES), to_root)).expect("spawn the tree");
-            assert_eq!(result.recv().expect("the tree reports"), TOTAL);
+            smarm::spawn(move || smarm_node(0, black_box(leaves), to_root)).expect("spawn the tree");
+            assert_eq!(result.recv().expect("the tree reports"), total(leaves));
         }
         start.elapsed()
     })
@@ -102,12 +119,13 @@ fn tokio_node(
 }
 
 fn tokio_skynet(runtime: &tokio::runtime::Runtime, iterations: u64) -> Duration {
+    let leaves = leaves();
     runtime.block_on(async move {
         let start = Instant::now();
         for _ in 0..iterations {
             let (to_root, mut result) = tokio::sync::mpsc::unbounded_channel();
-            tokio::spawn(tokio_node(0, black_box(LEAVES), to_root));
-            assert_eq!(result.recv().await.expect("the tree reports"), TOTAL);
+            tokio::spawn(tokio_node(0, black_box(leaves), to_root));
+            assert_eq!(result.recv().await.expect("the tree reports"), total(leaves));
         }
         start.elapsed()
     })
@@ -130,11 +148,12 @@ fn may_node(first: u64, leaves: u64, parent: may::sync::mpsc::Sender<u64>) {
 }
 
 fn may_skynet(iterations: u64) -> Duration {
+    let leaves = leaves();
     let start = Instant::now();
     for _ in 0..iterations {
         let (to_root, result) = may::sync::mpsc::channel();
-        drop(common::may_spawn(move || may_node(0, black_box(LEAVES), to_root)));
-        assert_eq!(result.recv().expect("the tree reports"), TOTAL);
+        drop(common::may_spawn(move || may_node(0, black_box(leaves), to_root)));
+        assert_eq!(result.recv().expect("the tree reports"), total(leaves));
     }
     start.elapsed()
 }
@@ -144,8 +163,8 @@ const MAY_PROBE: &str = "skynet-may";
 
 fn skynet(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("skynet_1m");
-    // An iteration takes about a second.
-    common::long_iterations(&mut group, 10, Duration::from_secs(10));
+    // An iteration takes seconds: criterion's minimum of 10 flat samples.
+    common::long_iterations(&mut group, 10, Duration::from_secs(20));
     group.bench_function("smarm/processes_channels", |bencher| bencher.iter_custom(smarm_skynet));
 
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime starts");
@@ -172,10 +191,8 @@ fn skynet(criterion: &mut Criterion) {
 
 /// Writes whether the may tree could run, for the summarizer.
 fn record(file: &str, id: &str, failure: Option<String>) {
-    let rows: Vec<(String, Measurement)> = failure
-        .map(|reason| (id.to_string(), Measurement::Failed { reason }))
-        .into_iter()
-        .collect();
+    let rows: Vec<(String, Measurement)> =
+        failure.map(|reason| (id.to_string(), Measurement::Failed { reason })).into_iter().collect();
     if let Err(error) = measure::write(file, &rows) {
         eprintln!("cannot write the {file} measurements: {error}");
     }

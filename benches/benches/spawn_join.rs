@@ -33,7 +33,12 @@ fn smarm_spawn_join(iterations: u64) -> Duration {
         let mut handles = Vec::with_capacity(SPAWNS);
         for _ in 0..iterations {
             for index in 0..SPAWNS {
-                handles.push(smarm::spawn(move || { black_box(index); }).expect("10,000 fit in the slab"));
+                handles.push(
+                    smarm::spawn(move || {
+                        black_box(index);
+                    })
+                    .expect("10,000 fit in the slab"),
+                );
             }
             for handle in handles.drain(..) {
                 handle.join().expect("an empty process exits normally");
@@ -49,7 +54,11 @@ fn tokio_spawn_await(runtime: &tokio::runtime::Runtime, iterations: u64) -> Dura
         let mut handles = Vec::with_capacity(SPAWNS);
         for _ in 0..iterations {
             for index in 0..SPAWNS {
-                handles.push(tokio::spawn(async move { { black_box(index); } }));
+                handles.push(tokio::spawn(async move {
+                    {
+                        black_box(index);
+                    }
+                }));
             }
             for handle in handles.drain(..) {
                 handle.await.expect("an empty task exits normally");
@@ -65,7 +74,9 @@ fn may_spawn_join(iterations: u64) -> Duration {
         let mut handles = Vec::with_capacity(SPAWNS);
         for _ in 0..iterations {
             for index in 0..SPAWNS {
-                handles.push(common::may_spawn(move || { black_box(index); }));
+                handles.push(common::may_spawn(move || {
+                    black_box(index);
+                }));
             }
             for handle in handles.drain(..) {
                 handle.join().expect("an empty coroutine exits normally");
@@ -82,7 +93,9 @@ fn thread_spawn_join(iterations: u64) -> Duration {
     let mut handles = Vec::with_capacity(THREAD_SPAWNS);
     for _ in 0..iterations {
         for index in 0..THREAD_SPAWNS {
-            handles.push(std::thread::spawn(move || { black_box(index); }));
+            handles.push(std::thread::spawn(move || {
+                black_box(index);
+            }));
         }
         for handle in handles.drain(..) {
             handle.join().expect("an empty thread exits normally");

@@ -3,13 +3,17 @@
 //!
 //! The benchmarks themselves live in `benches/`; this library is shared by
 //! them and by the `summarize` binary, which turns criterion's
-//! `estimates.json` files into `bench_results/summary.csv`. It has no
-//! dependencies on purpose: the summary must build wherever the benches do,
-//! with no other toolchain and no JSON crate.
+//! `estimates.json` files into `bench_results/summary.csv` and draws
+//! `bench_results/ratios.png`. Its only dependencies are for the chart
+//! (plotters' bitmap backend, `png`), with a bitmap font of its own: the
+//! summary must build wherever the benches do, with no other toolchain, no
+//! system fonts and no JSON crate.
 #![deny(unsafe_code)]
 
+pub mod font;
 pub mod json;
 pub mod measure;
+pub mod plot;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -89,7 +89,8 @@ pub fn read_all(directory: &Path) -> Result<HashMap<String, (Measurement, System
         if path.extension().is_none_or(|extension| extension != "csv") {
             continue;
         }
-        let text = fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let text =
+            fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         let written = fs::metadata(&path)
             .and_then(|metadata| metadata.modified())
             .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
@@ -141,16 +142,20 @@ fn split_csv_line(line: &str) -> Vec<String> {
 /// that need a fresh process (resident memory) or that may crash it (a peer
 /// running out of mappings).
 pub fn child_of(child: &str) -> Result<String, String> {
-    let executable = std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
+    let executable =
+        std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
     let output = Command::new(executable)
         .env(CHILD_VAR, child)
+        // A panic's message, not a backtrace, is the reason worth keeping.
+        .env("RUST_BACKTRACE", "0")
         .output()
         .map_err(|error| format!("cannot start a child process: {error}"))?;
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let last_lines: Vec<&str> = stderr.lines().rev().take(3).collect();
+    let last_lines: Vec<&str> =
+        stderr.lines().filter(|line| !line.starts_with("note:")).rev().take(2).collect();
     let tail = last_lines.into_iter().rev().collect::<Vec<_>>().join(" / ");
     Err(format!("{}: {}", output.status, tail.trim()))
 }

@@ -32,6 +32,7 @@ extern crate std;
 pub mod channel;
 pub mod config;
 pub mod error;
+pub mod gen_server;
 pub mod host;
 pub mod local;
 pub mod lock;
@@ -47,6 +48,7 @@ pub mod runtime;
 pub mod select;
 pub mod single;
 pub mod state;
+pub mod supervisor;
 pub(crate) mod sync;
 mod sync_once;
 pub mod time;
@@ -59,6 +61,7 @@ pub use channel::{
 };
 pub use config::{Config, ConfigError};
 pub use error::{JoinError, NoProc, NotInProcess, SpawnError};
+pub use gen_server::{CallError, GenServer, Server, ServerCtx, ServerRef, TerminateReason, Watcher};
 pub use host::{HostHooks, Outcome};
 pub use monitor::{
     demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId,
@@ -73,5 +76,9 @@ pub use registry::{name_of, register, unregister, whereis, RegisterError};
 pub use runtime::{Admin, BuildError, Drivers, JoinHandle, Runtime, RuntimeParts};
 pub use select::{select, select_timeout};
 pub use single::SingleThreadRuntime;
+pub use supervisor::{
+    Child, ChildInfo, ChildSpec, Restart, Shutdown, StartError, Strategy, Supervisor, SupervisorError,
+    SupervisorRef,
+};
 pub use time::Instant;
 pub use worker::{abandon_current, StatsSnapshot, Worker};

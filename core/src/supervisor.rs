@@ -43,7 +43,8 @@
 //! On a host without unwinding a stop (or panic) abandons the process, so no
 //! destructor runs; the link still stops every child. (With unwinding, a
 //! drop guard asks the children to stop, in reverse start order, without
-//! waiting — a process must not park while it unwinds.) The `ExitSignal`s
+//! waiting: a process parked mid-unwind would leave its OS thread's panic
+//! state raised for every other process that thread runs.) The `ExitSignal`s
 //! the trapped links deliver are drained and ignored: the Down already says
 //! everything.
 //!
@@ -146,7 +147,10 @@ pub struct Child {
 }
 
 impl Child {
-    /// A child known only by its pid: stopped with `request_stop`.
+    /// A child known only by its pid: stopped with `request_stop`. If it
+    /// has already exited by the time the supervisor watches it, its exit
+    /// reads as `NoProc` (abnormal); return a [`JoinHandle`] instead to have
+    /// the real outcome.
     pub fn new(pid: Pid) -> Child {
         Child { pid, stop: None, handle: None }
     }
@@ -256,12 +260,16 @@ impl fmt::Display for SupervisorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SupervisorError::Spawn(e) => write!(f, "cannot spawn the supervisor: {e}"),
-            SupervisorError::ChildStart { child, error } => write!(f, "child {child:?} failed to start: {error}"),
+            SupervisorError::ChildStart { child, error } => {
+                write!(f, "child {child:?} failed to start: {error}")
+            }
             SupervisorError::DuplicateName(name) => {
                 write!(f, "two children named {name:?}: child names must be unique")
             }
             SupervisorError::NoProc(pid) => write!(f, "supervisor {pid} has exited"),
-            SupervisorError::NotInProcess => f.write_str("supervisor call made outside a process: call from one"),
+            SupervisorError::NotInProcess => {
+                f.write_str("supervisor call made outside a process: call from one")
+            }
             SupervisorError::CallingSelf => {
                 f.write_str("a supervisor called itself (from a start function): it would wait forever")
             }
@@ -390,7 +398,8 @@ impl Supervisor {
 
     /// Sets the restart intensity: more than `max_restarts` restarts within
     /// `within` stop the supervisor (abnormally). `max_restarts == 0` means
-    /// the first restart already does.
+    /// the first restart already does; a zero `within` never fills (no two
+    /// restarts are ever that close), so it disables the limit.
     pub fn intensity(mut self, max_restarts: u32, within: Duration) -> Supervisor {
         self.max_restarts = max_restarts;
         self.within = within;
@@ -740,7 +749,9 @@ impl State {
                     stop();
                     match monitor.rx.recv_timeout(timeout) {
                         Err(RecvTimeoutError::Timeout) => {}
-                        Ok(_) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::NotInProcess) => return,
+                        Ok(_) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::NotInProcess) => {
+                            return
+                        }
                     }
                 }
                 Shutdown::Infinity => {
@@ -840,5 +851,34 @@ impl State {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_restart_policy_decides_on_the_reason() {
+        let panicked = DownReason::Panicked("boom".into());
+        for (policy, normal, abnormal) in [
+            (Restart::Permanent, true, true),
+            (Restart::Transient, false, true),
+            (Restart::Temporary, false, false),
+        ] {
+            assert_eq!(policy.restarts_after(&DownReason::Normal), normal, "{policy:?}");
+            assert_eq!(policy.restarts_after(&panicked), abnormal, "{policy:?}");
+            assert_eq!(policy.restarts_after(&DownReason::Stopped), abnormal, "{policy:?}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_child_and_the_cause() {
+        let e =
+            SupervisorError::ChildStart { child: "db".into(), error: StartError::Spawn(SpawnError::Full) };
+        let text = alloc::string::ToString::to_string(&e);
+        assert!(text.contains("\"db\"") && text.contains("slab is full"), "{text}");
+        let nested = StartError::from(SupervisorError::DuplicateName("x".into()));
+        assert!(alloc::string::ToString::to_string(&nested).contains("unique"));
     }
 }

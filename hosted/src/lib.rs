@@ -63,6 +63,12 @@ pub use smarm_core::{
     Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError,
     TrySendError,
 };
+/// Supervisors and gen_server (re-exported from `smarm-core`).
+pub use smarm_core::{
+    gen_server, supervisor, CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx,
+    ServerRef, Shutdown, StartError, Strategy, Supervisor, SupervisorError, SupervisorRef, TerminateReason,
+    Watcher,
+};
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
 
 use smarm_platform::linux::LinuxPlatform;

@@ -1,11 +1,16 @@
-//! Turns criterion's output into `bench_results/summary.csv`: one row per
-//! smarm figure and peer, with the ratio smarm / peer and the goal for it.
+//! Turns criterion's output, and the measurements benches write beside it
+//! ([`smarm_benches::measure`]), into `bench_results/summary.csv`: one row
+//! per smarm figure and peer, with the ratio smarm / peer and the goal for
+//! it. With `--chart`, also draws the ratios as a PNG bar chart.
 //!
-//! Usage: `summarize --criterion-dir DIR --out FILE [--since UNIX_SECONDS]`
+//! Usage: `summarize --criterion-dir DIR --out FILE [--measurements-dir DIR]
+//! [--chart PNG] [--since UNIX_SECONDS]`
 //!
 //! `benches/run.sh` calls this after `cargo bench`. With `--since`, a figure
 //! written before that time is an error, so a bench that silently stopped
-//! running cannot hide behind the numbers of an older run.
+//! running cannot hide behind the numbers of an older run. A peer that
+//! could not run at all (recorded as failed in the measurements) gives a
+//! row saying so instead of a ratio.
 #![deny(unsafe_code)]
 
 use std::fs;
@@ -13,6 +18,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
+use smarm_benches::measure::{self, Measurement};
+use smarm_benches::plot::{self, Bar};
 use smarm_benches::{csv_field, machine_description, read_estimates};
 
 /// A smarm figure set beside a peer's. Both are criterion function ids in
@@ -42,18 +49,111 @@ const COMPARISONS: &[Comparison] = &[
         peer: "corosensei/resume_suspend",
         goal: 1.2,
     },
+    // Issue 7's table (benches/benches/*.rs say what each side runs).
+    Comparison { group: "yield_ping", smarm: "smarm/yield_now", peer: "may/yield_now", goal: 0.5 },
+    Comparison { group: "yield_ping", smarm: "smarm/yield_now", peer: "tokio/yield_now", goal: 1.0 },
+    Comparison { group: "spawn_join_10k", smarm: "smarm/spawn_join", peer: "tokio/spawn_await", goal: 1.0 },
+    Comparison { group: "spawn_join_10k", smarm: "smarm/spawn_join", peer: "may/spawn_join", goal: 0.3 },
+    Comparison {
+        group: "spawn_join_10k",
+        smarm: "smarm/spawn_join",
+        peer: "std_thread/spawn_join",
+        goal: REPORT,
+    },
+    Comparison { group: "ping_pong_same_worker", smarm: "smarm/channel", peer: "tokio/mpsc", goal: 1.0 },
+    Comparison { group: "ping_pong_same_worker", smarm: "smarm/channel", peer: "may/mpsc", goal: 0.5 },
+    Comparison {
+        group: "ping_pong_two_workers",
+        smarm: "smarm/engine_channel",
+        peer: "tokio/multi_thread_mpsc",
+        goal: REPORT,
+    },
+    Comparison {
+        group: "ping_pong_two_workers",
+        smarm: "smarm/engine_channel",
+        peer: "crossbeam/threads",
+        goal: REPORT,
+    },
+    // "Faster than both": at most 1.
+    Comparison { group: "skynet_1m", smarm: "smarm/processes_channels", peer: "tokio/tasks_mpsc", goal: 1.0 },
+    Comparison {
+        group: "skynet_1m",
+        smarm: "smarm/processes_channels",
+        peer: "may/coroutines_mpsc",
+        goal: 1.0,
+    },
+    // ROADMAP v0.5 phase 4: each ring against the default (mpmc), reported.
+    Comparison { group: "rq_micro/pairs/1t", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/pairs/1t", smarm: "striped", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/pairs/2t", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/pairs/2t", smarm: "striped", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/pairs/4t", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/pairs/4t", smarm: "striped", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/mpsc/2t", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/mpsc/2t", smarm: "striped", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/mpsc/4t", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_micro/mpsc/4t", smarm: "striped", peer: "mpmc", goal: REPORT },
 ];
 
-const HEADER: &str = "bench,smarm_ns,peer,peer_ns,ratio,goal,machine";
+/// The goal of a row that is reported, not judged.
+const REPORT: f64 = f64::INFINITY;
+
+/// Comparisons whose figures exist only if a build with another feature set
+/// ran: `rq_runtime` once per `rq-*` feature. A missing figure here is
+/// reported and skipped, not an error (a feature that does not select its
+/// ring makes no results under that ring's name).
+const PER_FEATURE: &[Comparison] = &[
+    Comparison { group: "rq_runtime/yield_storm", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_runtime/yield_storm", smarm: "striped", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_runtime/ping_pong_pairs", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_runtime/ping_pong_pairs", smarm: "striped", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_runtime/spawn_storm", smarm: "mutex", peer: "mpmc", goal: REPORT },
+    Comparison { group: "rq_runtime/spawn_storm", smarm: "striped", peer: "mpmc", goal: REPORT },
+];
+
+/// A comparison of measurements (not timings), with a goal on smarm's own
+/// figure rather than on the ratio.
+struct Measured {
+    group: &'static str,
+    smarm: &'static str,
+    peer: &'static str,
+    unit: &'static str,
+    /// The largest smarm figure accepted, in `unit`.
+    smarm_at_most: f64,
+}
+
+const MEASURED: &[Measured] = &[
+    // Resident bytes per parked process, 100,000 parked: at most 8 KiB.
+    Measured {
+        group: "memory_per_parked",
+        smarm: "smarm/process",
+        peer: "tokio/task",
+        unit: "bytes",
+        smarm_at_most: 8192.0,
+    },
+    Measured {
+        group: "memory_per_parked",
+        smarm: "smarm/process",
+        peer: "may/coroutine",
+        unit: "bytes",
+        smarm_at_most: 8192.0,
+    },
+];
+
+const HEADER: &str = "bench,smarm,peer,peer_figure,unit,ratio,goal,verdict,machine";
 
 struct Options {
     criterion_dir: PathBuf,
+    measurements_dir: PathBuf,
     out: PathBuf,
+    chart: Option<PathBuf>,
     since: Option<SystemTime>,
 }
 
 fn parse_options() -> Result<Options, String> {
     let mut criterion_dir = None;
+    let mut measurements_dir = None;
+    let mut chart = None;
     let mut out = None;
     let mut since = None;
     let mut arguments = std::env::args().skip(1);
@@ -62,6 +162,8 @@ fn parse_options() -> Result<Options, String> {
         match flag.as_str() {
             "--criterion-dir" => criterion_dir = Some(PathBuf::from(value()?)),
             "--out" => out = Some(PathBuf::from(value()?)),
+            "--measurements-dir" => measurements_dir = Some(PathBuf::from(value()?)),
+            "--chart" => chart = Some(PathBuf::from(value()?)),
             "--since" => {
                 let text = value()?;
                 let seconds: u64 =
@@ -74,6 +176,8 @@ fn parse_options() -> Result<Options, String> {
     Ok(Options {
         criterion_dir: criterion_dir.ok_or("--criterion-dir is required (criterion's output directory)")?,
         out: out.ok_or("--out is required (the CSV file to write)")?,
+        measurements_dir: measurements_dir.unwrap_or_else(measure::directory),
+        chart,
         since,
     })
 }
@@ -83,7 +187,10 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(message) => {
             eprintln!("summarize: {message}");
-            eprintln!("usage: summarize --criterion-dir DIR --out FILE [--since UNIX_SECONDS]");
+            eprintln!(
+                "usage: summarize --criterion-dir DIR --out FILE [--measurements-dir DIR] [--chart PNG] \
+                 [--since UNIX_SECONDS]"
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -96,49 +203,156 @@ fn main() -> ExitCode {
     }
 }
 
+/// A figure, or why the runtime could not produce one.
+enum Figure {
+    Value(f64),
+    Failed(String),
+}
+
+/// One line of the summary.
+struct Row {
+    bench: String,
+    smarm: f64,
+    peer: String,
+    peer_figure: Figure,
+    unit: &'static str,
+    /// The goal as written in the CSV (`<=1.00`, `<=8192 bytes`, `report`).
+    goal: String,
+    /// The largest ratio accepted, for the chart and the verdict.
+    ratio_goal: Option<f64>,
+}
+
+impl Row {
+    fn ratio(&self) -> Option<f64> {
+        match self.peer_figure {
+            Figure::Value(peer) => Some(self.smarm / peer),
+            Figure::Failed(_) => None,
+        }
+    }
+
+    fn verdict(&self) -> String {
+        match (&self.peer_figure, self.ratio(), self.ratio_goal) {
+            (Figure::Failed(reason), _, _) => format!("peer failed: {reason}"),
+            (_, Some(ratio), Some(goal)) if ratio <= goal => "met".to_string(),
+            (_, Some(_), Some(_)) => "MISSED".to_string(),
+            _ => "report".to_string(),
+        }
+    }
+}
+
 fn run(options: &Options) -> Result<(), String> {
     let estimates = read_estimates(&options.criterion_dir).map_err(|error| error.to_string())?;
+    let measurements = measure::read_all(&options.measurements_dir)?;
     let machine = machine_description();
     let mut problems = Vec::new();
-    let mut lookup = |group: &str, function: &str| {
+    let is_stale = |written: SystemTime| options.since.is_some_and(|since| written < since);
+    // Criterion's estimate for `id`, else a recorded failure; `None` (and a
+    // problem, when `required`) if neither is there and current.
+    let mut lookup = |group: &str, function: &str, required: bool| -> Option<Figure> {
         let id = format!("{group}/{function}");
-        match estimates.get(&id) {
-            None => {
-                problems.push(format!("no result for {id} under {}", options.criterion_dir.display()));
-                None
-            }
-            Some(estimate) if options.since.is_some_and(|since| estimate.written < since) => {
-                problems.push(format!("the result for {id} is from an earlier run; did that bench run?"));
-                None
-            }
-            Some(estimate) => Some(estimate.nanoseconds),
+        if let Some(estimate) = estimates.get(&id).filter(|estimate| !is_stale(estimate.written)) {
+            return Some(Figure::Value(estimate.nanoseconds));
         }
+        if let Some((Measurement::Failed { reason }, written)) = measurements.get(&id) {
+            if !is_stale(*written) {
+                return Some(Figure::Failed(reason.clone()));
+            }
+        }
+        if !required {
+            println!("skipped: no current result for {id} (its build did not run)");
+        } else if estimates.contains_key(&id) {
+            problems.push(format!("the result for {id} is from an earlier run; did that bench run?"));
+        } else {
+            problems.push(format!("no result for {id} under {}", options.criterion_dir.display()));
+        }
+        None
     };
 
-    let mut csv = format!("{HEADER}\n");
-    println!(
-        "{:<40} {:>12} {:<28} {:>12} {:>7} {:>7}",
-        "bench", "smarm ns", "peer", "peer ns", "ratio", "goal"
-    );
-    for comparison in COMPARISONS {
-        let (Some(smarm_ns), Some(peer_ns)) =
-            (lookup(comparison.group, comparison.smarm), lookup(comparison.group, comparison.peer))
+    let mut rows = Vec::new();
+    let timed = COMPARISONS.iter().map(|comparison| (comparison, true));
+    for (comparison, required) in timed.chain(PER_FEATURE.iter().map(|comparison| (comparison, false))) {
+        let smarm = lookup(comparison.group, comparison.smarm, required);
+        let peer = lookup(comparison.group, comparison.peer, required);
+        let (Some(smarm), Some(peer_figure)) = (smarm, peer) else { continue };
+        // smarm's own side never has a failure recorded; a value it is.
+        let Figure::Value(smarm) = smarm else { continue };
+        let reported = comparison.goal.is_infinite();
+        rows.push(Row {
+            bench: format!("{}/{}", comparison.group, comparison.smarm),
+            smarm,
+            peer: comparison.peer.to_string(),
+            peer_figure,
+            unit: "ns",
+            goal: if reported { "report".to_string() } else { format!("<={:.2}", comparison.goal) },
+            ratio_goal: (!reported).then_some(comparison.goal),
+        });
+    }
+    for measured in MEASURED {
+        let mut figure = |function: &str| {
+            let id = format!("{}/{function}", measured.group);
+            match measurements.get(&id) {
+                Some((_, written)) if is_stale(*written) => {
+                    problems
+                        .push(format!("the measurement {id} is from an earlier run; did that bench run?"));
+                    None
+                }
+                Some((Measurement::Value { value, .. }, _)) => Some(Figure::Value(*value)),
+                Some((Measurement::Failed { reason }, _)) => Some(Figure::Failed(reason.clone())),
+                None => {
+                    problems
+                        .push(format!("no measurement {id} under {}", options.measurements_dir.display()));
+                    None
+                }
+            }
+        };
+        let (Some(Figure::Value(smarm)), Some(peer_figure)) = (figure(measured.smarm), figure(measured.peer))
         else {
             continue;
         };
-        let bench = format!("{}/{}", comparison.group, comparison.smarm);
-        let ratio = smarm_ns / peer_ns;
-        let goal = format!("<={:.2}", comparison.goal);
-        let verdict = if ratio <= comparison.goal { "met" } else { "MISSED" };
+        // The goal is on smarm's figure; as a ratio it is goal / peer.
+        let ratio_goal = match peer_figure {
+            Figure::Value(peer) => Some(measured.smarm_at_most / peer),
+            Figure::Failed(_) => None,
+        };
+        rows.push(Row {
+            bench: format!("{}/{}", measured.group, measured.smarm),
+            smarm,
+            peer: measured.peer.to_string(),
+            peer_figure,
+            unit: measured.unit,
+            goal: format!("<={} {} (smarm)", measured.smarm_at_most, measured.unit),
+            ratio_goal,
+        });
+    }
+
+    let mut csv = format!("{HEADER}\n");
+    println!(
+        "{:<44} {:>14} {:<26} {:>14} {:>8} {:>14} verdict",
+        "bench", "smarm", "peer", "peer", "ratio", "goal"
+    );
+    for row in &rows {
+        let (peer_text, ratio_text) = match (&row.peer_figure, row.ratio()) {
+            (Figure::Value(peer), Some(ratio)) => (format!("{peer:.3}"), format!("{ratio:.4}")),
+            _ => (String::new(), String::new()),
+        };
+        let verdict = row.verdict();
         println!(
-            "{bench:<40} {smarm_ns:>12.2} {:<28} {peer_ns:>12.2} {ratio:>7.3} {goal:>7} {verdict}",
-            comparison.peer
+            "{:<44} {:>14.1} {:<26} {:>14} {:>8} {:>14} {verdict}",
+            row.bench,
+            row.smarm,
+            row.peer,
+            peer_text.split('.').next().unwrap_or(""),
+            ratio_text.get(..ratio_text.len().min(6)).unwrap_or(""),
+            row.goal,
         );
         csv.push_str(&format!(
-            "{},{smarm_ns:.3},{},{peer_ns:.3},{ratio:.4},{},{}\n",
-            csv_field(&bench),
-            csv_field(comparison.peer),
-            csv_field(&goal),
+            "{},{:.3},{},{peer_text},{},{ratio_text},{},{},{}\n",
+            csv_field(&row.bench),
+            row.smarm,
+            csv_field(&row.peer),
+            row.unit,
+            csv_field(&row.goal),
+            csv_field(&verdict),
             csv_field(&machine)
         ));
     }
@@ -147,11 +361,76 @@ fn run(options: &Options) -> Result<(), String> {
     if !problems.is_empty() {
         return Err(format!("{} not written:\n  {}", options.out.display(), problems.join("\n  ")));
     }
-    if let Some(parent) = options.out.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+    write_file(&options.out, |path| {
+        fs::write(path, csv).map_err(|error| format!("cannot write {}: {error}", path.display()))
+    })?;
+    if let Some(chart) = &options.chart {
+        let bars: Vec<Bar> = rows
+            .iter()
+            .filter_map(|row| {
+                let ratio = row.ratio()?;
+                let group = row.bench.split('/').next().unwrap_or(&row.bench);
+                let smarm = row.bench.rsplit('/').next().unwrap_or("smarm");
+                let label = if group.starts_with("rq_") {
+                    let group = row.bench.rsplit_once('/').map_or(row.bench.as_str(), |(group, _)| group);
+                    format!("{group}: {smarm} vs {}", row.peer)
+                } else {
+                    format!("{group}: smarm vs {}", row.peer)
+                };
+                Some(Bar { label, ratio, goal: row.ratio_goal })
+            })
+            .collect();
+        let title = format!("smarm vs peers, {} - {machine}", today());
+        write_file(chart, |path| plot::draw(path, &title, &bars))?;
+    }
+    Ok(())
+}
+
+/// Creates `path`'s directory, then writes it with `write`.
+fn write_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&std::path::Path) -> Result<(), String>,
+) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
     }
-    fs::write(&options.out, csv)
-        .map_err(|error| format!("cannot write {}: {error}", options.out.display()))?;
-    println!("wrote {}", options.out.display());
+    write(path)?;
+    println!("wrote {}", path.display());
     Ok(())
+}
+
+/// Today's UTC date as YYYY-MM-DD, from the system clock.
+fn today() -> String {
+    let seconds = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    let (year, month, day) = civil_date((seconds / 86_400) as i64);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// The proleptic Gregorian date `days` days after 1970-01-01, counting in
+/// 400-year eras of 146,097 days that start on March 1st (so the leap day
+/// ends a year).
+fn civil_date(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(59), (1970, 3, 1));
+        assert_eq!(civil_date(11_016), (2000, 2, 29));
+        assert_eq!(civil_date(19_723), (2024, 1, 1));
+    }
 }

@@ -32,6 +32,7 @@ use smarm_arch::aarch64_bare::{exception_class, semihosting_write0, vector_name}
 use smarm_platform::bare::Board;
 
 use crate::board;
+use crate::board::{this_core, CORES};
 
 /// Exit status after a CPU exception.
 pub const EXCEPTION_EXIT_STATUS: i32 = 3;
@@ -41,20 +42,20 @@ pub const PANIC_EXIT_STATUS: i32 = 101;
 /// Set by the first report; a second one exits without printing.
 static REPORTING: AtomicBool = AtomicBool::new(false);
 
-/// `Pid::to_bits() + 1` of the process the panic handler is abandoning in
-/// the current pass; 0 for none. A panic in a process already recorded here
-/// is nested — formatting its message or the abandon path itself panicked —
-/// and ends the image instead of recursing. A successful abandon switches
-/// away and never clears it, so the boot loop does, after every pass
-/// ([`end_of_pass`]): pids are unique within one runtime, and a pass runs
-/// only one.
-static ABANDONING: AtomicU64 = AtomicU64::new(0);
+/// Per core: `Pid::to_bits() + 1` of the process the panic handler is
+/// abandoning in the current pass there; 0 for none. A panic in a process
+/// already recorded here is nested — formatting its message or the abandon
+/// path itself panicked — and ends the image instead of recursing. A
+/// successful abandon switches away and never clears it, so the driver
+/// loop does, after every pass ([`end_of_pass`]): pids are unique within
+/// one runtime, and a pass runs only one runtime's processes.
+static ABANDONING: [AtomicU64; CORES] = [const { AtomicU64::new(0) }; CORES];
 
-/// Forgets the processes abandoned in the pass that just ended (see
-/// [`ABANDONING`]). Called by the boot loop after every `try_tick`.
+/// Forgets the processes abandoned on this core in the pass that just ended
+/// (see [`ABANDONING`]). Called by the driver loops after every `try_tick`.
 pub fn end_of_pass() {
-    // Relaxed: one core, program order.
-    ABANDONING.store(0, Ordering::Relaxed);
+    // Relaxed: each core reads and writes only its own, in program order.
+    ABANDONING[this_core()].store(0, Ordering::Relaxed);
 }
 
 /// Returns whether this is the first report. AcqRel: orders nothing else,
@@ -106,8 +107,8 @@ fn describe_class(class: u64) -> &'static str {
 fn panic(info: &PanicInfo<'_>) -> ! {
     if let Some(pid) = smarm_core::self_pid() {
         let key = pid.to_bits().wrapping_add(1);
-        // Relaxed: one core; the value only tells a nested panic apart.
-        if ABANDONING.swap(key, Ordering::Relaxed) != key {
+        // Relaxed: this core's own record; it only tells a nested panic apart.
+        if ABANDONING[this_core()].swap(key, Ordering::Relaxed) != key {
             let message = info.message().to_string();
             match info.location() {
                 Some(at) => crate::println!("process {pid} panicked at {at}: {message} (abandoned)"),

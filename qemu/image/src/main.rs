@@ -24,12 +24,13 @@ mod board;
 mod fault;
 mod host;
 mod scheduler;
+mod smp;
 mod switch;
 
 use alloc::string::String;
 
 use linked_list_allocator::LockedHeap;
-use smarm_arch::{Arch, Native};
+use smarm_arch::{aarch64_bare, Arch, Native};
 use smarm_platform::bare::{BarePlatform, Board};
 
 use crate::board::VirtBoard;
@@ -92,6 +93,8 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "stop", run: scheduler::stop },
     Scenario { name: "panic", run: scheduler::panic },
     Scenario { name: "registry", run: scheduler::registry },
+    // Last: it starts the secondary cores, which then stay up.
+    Scenario { name: "smp_ping_pong", run: scheduler::smp_ping_pong },
 ];
 
 extern "C" {
@@ -122,9 +125,14 @@ pub extern "C" fn smarm_bare_main() -> ! {
     }
     init_heap();
     println!(
-        "smarm bare image: {} on QEMU virt, counter at {} Hz (emulated generic timer)",
+        "smarm bare image: {} on QEMU virt, counter at {} Hz (emulated generic timer), {}",
         Native::NAME,
-        board().counter_frequency()
+        board().counter_frequency(),
+        if aarch64_bare::mmu_and_caches_enabled() {
+            "MMU on (identity map) with caches"
+        } else {
+            "MMU OFF"
+        }
     );
 
     let mut passed = 0;

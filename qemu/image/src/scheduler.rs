@@ -15,14 +15,17 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 
+use smarm_arch::aarch64_bare::core_index;
 use smarm_arch::{Arch, Native};
+use smarm_platform::bare::Board;
 use smarm_core::{
     channel, current_runtime, link, monitor, now, register, request_stop, select_timeout, sleep, spawn,
-    trap_exit, unregister, whereis, yield_now, DownReason, ExitSignal, Instant, JoinError, Pid,
+    spawn_on, trap_exit, unregister, whereis, yield_now, DownReason, ExitSignal, Instant, JoinError, Pid,
     RegisterError, Runtime,
 };
 
-use crate::{board, host};
+use crate::board::CORES;
+use crate::{board, host, smp};
 
 /// Returns `Err(format!(…))` from the enclosing function unless `condition`.
 macro_rules! ensure {
@@ -441,6 +444,136 @@ pub fn registry() -> Result<(), String> {
         crate::println!(
             "registry: register/whereis/unregister of {pid}; NameTaken and AlreadyNamed refused; \
              a dead holder's name went to {other_pid}"
+        );
+        Ok(())
+    })
+}
+
+/// How long an SMP scenario may run before the boot core gives up on it
+/// (a lost cross-core wake would otherwise hang until the runner's timeout).
+const SMP_WATCHDOG: Duration = Duration::from_secs(60);
+
+/// [`with_runtime`] on every core: a fresh runtime with one worker per core
+/// ([`Drivers::PerWorker`](smarm_core::Drivers::PerWorker)); core 0 drives
+/// worker 0 (where `root` runs), core `k` worker `k`, each in its own
+/// [`host::drive_worker`] loop, until no process is live. Core 0 then
+/// collects every core's result and checks the root's verdict, its normal
+/// end, and that every slot came back.
+fn with_smp_runtime<F>(root: F) -> Result<(), String>
+where
+    F: FnOnce() -> Result<(), String> + Send + 'static,
+{
+    smp::start_secondaries()?;
+    let config = smarm_core::Config { worker_count: CORES, ..host::config() };
+    let parts = host::per_core_runtime(config)?;
+    let runtime: Runtime = parts.runtime;
+    let mut workers = parts.workers.into_iter();
+    let mut own = workers.next().ok_or("the runtime has no worker 0")?;
+    let (verdict_tx, verdict_rx) = channel::<Result<(), String>>();
+    let handle = runtime
+        .spawn_on(0, move || {
+            let _ = verdict_tx.send(root());
+        })
+        .map_err(|error| format!("spawning the root process: {error}"))?;
+    let watchdog = u64::try_from(SMP_WATCHDOG.as_nanos()).unwrap_or(u64::MAX);
+    let give_up_at = board().now().saturating_add(watchdog);
+    let mut posted = Vec::new();
+    for mut worker in workers {
+        // Worker k is driven by core k.
+        let core = worker.id();
+        let handle = runtime.clone();
+        smp::post(core, alloc::boxed::Box::new(move || host::drive_worker(&mut worker, &handle, None)))?;
+        posted.push(core);
+    }
+    let mut failures = Vec::new();
+    if let Err(why) = host::drive_worker(&mut own, &runtime, Some(give_up_at)) {
+        failures.push(format!("core 0: {why}"));
+    }
+    for core in posted {
+        // A second's grace after the boot core's own limit: the others
+        // notice the end within one wake.
+        if let Err(why) = smp::wait_for(core, give_up_at.saturating_add(1_000_000_000)) {
+            failures.push(format!("core {core}: {why}"));
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("; "));
+    match handle.try_join() {
+        Some(Ok(())) => {}
+        Some(Err(error)) => return Err(format!("the root process did not end normally: {error}")),
+        None => return Err("the runtime finished with the root process unfinished".to_string()),
+    }
+    drop(handle);
+    let verdict = verdict_rx
+        .try_recv()
+        .map_err(|_| "the root process ended without sending its verdict".to_string())?;
+    verdict?;
+    ensure!(runtime.live() == 0, "{} processes still live after the run", runtime.live());
+    ensure!(
+        runtime.free_slots() == runtime.max_actors(),
+        "{} of {} slots free after every handle was dropped",
+        runtime.free_slots(),
+        runtime.max_actors()
+    );
+    Ok(())
+}
+
+/// Scenario 8 (the SMP stretch): channel ping-pong, 10,000 round trips,
+/// between a process on core 0's worker and one on core 1's worker; every
+/// message crosses cores through the wake rings and the board's wake SGI.
+/// Both sides count, both check where they ran; ticks per round trip.
+pub fn smp_ping_pong() -> Result<(), String> {
+    const ROUND_TRIPS: u64 = 10_000;
+    with_smp_runtime(|| {
+        let ping_core = core_index();
+        let wakes_before = board().idle_stats().wakes_sent;
+        let (to_pong, pong_rx) = channel::<u64>();
+        let (to_ping, ping_rx) = channel::<u64>();
+        let (report_tx, report_rx) = channel::<(usize, usize, u64)>();
+        let pong = spawn_on(1, move || {
+            let first_core = core_index();
+            let mut echoed = 0u64;
+            while let Ok(value) = pong_rx.recv() {
+                if to_ping.send(value + 1).is_err() {
+                    break;
+                }
+                echoed += 1;
+            }
+            let _ = report_tx.send((first_core, core_index(), echoed));
+        })
+        .map_err(|error| format!("spawn pong on worker 1: {error}"))?;
+        let start = Native::timestamp();
+        let mut value = 0;
+        for round in 0..ROUND_TRIPS {
+            to_pong.send(value).map_err(|_| format!("round {round}: pong is gone"))?;
+            let echoed = ping_rx.recv().map_err(|_| format!("round {round}: pong hung up"))?;
+            ensure!(echoed == value + 1, "round {round}: sent {value}, got back {echoed}");
+            value = echoed;
+        }
+        let elapsed = Native::timestamp() - start;
+        let wakes = board().idle_stats().wakes_sent - wakes_before;
+        drop(to_pong);
+        pong.join().map_err(|error| format!("join pong: {error}"))?;
+        let (pong_first, pong_last, echoed) =
+            report_rx.recv().map_err(|_| "pong sent no report".to_string())?;
+        ensure!(value == ROUND_TRIPS, "ping counted {value} round trips, expected {ROUND_TRIPS}");
+        ensure!(echoed == ROUND_TRIPS, "pong echoed {echoed} messages, expected {ROUND_TRIPS}");
+        ensure!(
+            ping_core == 0 && core_index() == 0,
+            "ping ran on core {ping_core} (ended on {}), expected core 0",
+            core_index()
+        );
+        ensure!(
+            pong_first == 1 && pong_last == 1,
+            "pong ran on core {pong_first} (ended on {pong_last}), expected core 1"
+        );
+        let hundredths = elapsed * 100 / ROUND_TRIPS;
+        crate::println!(
+            "smp_ping_pong: {ROUND_TRIPS} round trips between core 0 and core 1 ({CORES} cores, \
+             one worker each); {elapsed} counter ticks, {}.{:02} ticks/round trip, {} ns/round trip; \
+             {wakes} cross-core wake SGIs",
+            hundredths / 100,
+            hundredths % 100,
+            board().ticks_to_nanos(elapsed) / ROUND_TRIPS,
         );
         Ok(())
     })

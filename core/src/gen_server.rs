@@ -1,0 +1,456 @@
+//! gen_server: a process that owns a state and serves calls, casts,
+//! out-of-band messages and monitor Downs, one at a time (ROADMAP v0.4 §5,
+//! v0.6 §3, v0.8).
+//!
+//! The server owns four kinds of arm and waits on them with one
+//! [`select`], in priority order:
+//!
+//! 1. **Downs** of the monitors it watches, in the order it started
+//!    watching them → [`GenServer::handle_down`]. A Down retires its arm
+//!    (monitors are one-shot).
+//! 2. **Control**: monitors handed over by [`ServerCtx::watch`] /
+//!    [`Watcher::watch`] from a handler. Down arms are dynamic because
+//!    monitors are: a handler that spawns a worker watches it there and
+//!    then, so the arm set cannot be fixed at start.
+//! 3. **Infos**: the static receivers given with [`Server::with_info`] →
+//!    [`GenServer::handle_info`], in the order they were given.
+//! 4. **The inbox**: calls and casts from [`ServerRef`]s, in send order.
+//!
+//! System messages preempt: a hot inbox cannot starve a death notice.
+//! A closed arm (every sender gone) is ready forever, so the loop drops it
+//! once seen — except the inbox: when every `ServerRef` is gone nobody can
+//! talk to the server any more, and it shuts down gracefully.
+//!
+//! [`GenServer::terminate`] runs from a drop guard that owns the state, so
+//! it runs however the server ends: [`ServerRef::stop`], the last reference
+//! dropped, a `request_stop`, or a panicking handler (on hosts that unwind;
+//! a host without unwinding abandons the process and nothing runs).
+//!
+//! A call is a send on the inbox plus a receive on a one-shot reply
+//! channel. Server death needs no monitor to be seen: the reply sender is
+//! dropped as the server unwinds (or with its queued inbox), and the caller
+//! gets [`CallError::Dead`]. After `call_timeout` gives up, the request is
+//! still handled; the late reply's send fails harmlessly.
+#![deny(unsafe_code)]
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use crate::channel::{channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError};
+use crate::error::{NoProc, SpawnError};
+use crate::monitor::{self, Down, Monitor, MonitorId};
+use crate::pid::Pid;
+use crate::process;
+use crate::select::select;
+use crate::supervisor::{self, Child, Shutdown, StartError, SupervisorError, SupervisorRef};
+
+/// A server's behaviour. The state is `self`; the handlers run in the
+/// server process, one message at a time.
+pub trait GenServer: Send + 'static {
+    /// A request that expects a reply.
+    type Call: Send + 'static;
+    /// The reply to a [`Call`](GenServer::Call).
+    type Reply: Send + 'static;
+    /// A fire-and-forget message.
+    type Cast: Send + 'static;
+    /// An out-of-band message from the static info channels.
+    type Info: Send + 'static;
+
+    /// Runs first, in the server process, before any message. Keep
+    /// `ctx.watcher()` to watch monitors from later handlers.
+    fn init(&mut self, ctx: &ServerCtx) {
+        let _ = ctx;
+    }
+
+    /// Handles a call; the return value is the reply.
+    fn handle_call(&mut self, request: Self::Call) -> Self::Reply;
+
+    /// Handles a cast.
+    fn handle_cast(&mut self, message: Self::Cast);
+
+    /// Handles a message from an info channel.
+    fn handle_info(&mut self, info: Self::Info) {
+        let _ = info;
+    }
+
+    /// Handles the Down of a watched monitor.
+    fn handle_down(&mut self, ctx: &ServerCtx, down: Down) {
+        let _ = (ctx, down);
+    }
+
+    /// Runs once when the server ends, however it ends. On the unwind path
+    /// (`reason` is [`TerminateReason::Unwinding`]) it runs inside a
+    /// destructor: it must not panic, and should not block.
+    fn terminate(&mut self, reason: TerminateReason) {
+        let _ = reason;
+    }
+}
+
+/// Why a server is ending, as [`GenServer::terminate`] is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminateReason {
+    /// [`ServerRef::stop`] was called (or its supervisor stopped it).
+    Requested,
+    /// Every [`ServerRef`] was dropped: nobody can reach the server.
+    Dropped,
+    /// The server is unwinding: a handler panicked or it was stopped with
+    /// `request_stop`.
+    Unwinding,
+}
+
+/// What the server's handlers can do besides handling: say who they are,
+/// and watch monitors.
+#[derive(Debug)]
+pub struct ServerCtx {
+    pid: Pid,
+    watcher: Watcher,
+}
+
+impl ServerCtx {
+    /// The server's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// A cloneable handle that adds Down arms to this server; store it (from
+    /// `init`) to watch monitors from any handler.
+    pub fn watcher(&self) -> Watcher {
+        self.watcher.clone()
+    }
+
+    /// Watches `monitor`: its Down arrives at [`GenServer::handle_down`].
+    pub fn watch(&self, monitor: Monitor) -> Result<(), NoProc> {
+        self.watcher.watch(monitor)
+    }
+
+    /// Monitors `pid` and watches the monitor; returns its id.
+    pub fn monitor(&self, pid: Pid) -> Result<MonitorId, NoProc> {
+        self.watcher.monitor(pid)
+    }
+}
+
+/// Adds Down arms to a server (the control arm's sending side).
+#[derive(Debug, Clone)]
+pub struct Watcher {
+    server: Pid,
+    control: Sender<Monitor>,
+}
+
+impl Watcher {
+    /// The server this watcher feeds.
+    pub fn server(&self) -> Pid {
+        self.server
+    }
+
+    /// Hands `monitor` to the server: its Down arrives at
+    /// [`GenServer::handle_down`]. `Err(NoProc)` if the server has ended
+    /// (the monitor is dropped).
+    pub fn watch(&self, monitor: Monitor) -> Result<(), NoProc> {
+        self.control.send(monitor).map_err(|_| NoProc(self.server))
+    }
+
+    /// Monitors `pid` and hands the monitor to the server; returns its id.
+    pub fn monitor(&self, pid: Pid) -> Result<MonitorId, NoProc> {
+        let monitor = monitor::monitor(pid);
+        let id = monitor.id;
+        self.watch(monitor)?;
+        Ok(id)
+    }
+}
+
+/// What travels on the inbox.
+enum Envelope<G: GenServer> {
+    Call(G::Call, Sender<G::Reply>),
+    Cast(G::Cast),
+    Stop,
+}
+
+/// Why a call returned no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallError {
+    /// The server had already ended: the request was not delivered.
+    NoProc(Pid),
+    /// The server ended before replying (it died handling the request, or
+    /// with the request still queued).
+    Dead(Pid),
+    /// No reply within the timeout. The request may still be handled; its
+    /// late reply is dropped.
+    Timeout,
+    /// Called outside a process, where the caller cannot wait.
+    NotInProcess,
+    /// The server called itself, which would wait forever.
+    CallingSelf,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::NoProc(pid) => write!(f, "server {pid} has exited: the request was not delivered"),
+            CallError::Dead(pid) => write!(f, "server {pid} ended before replying"),
+            CallError::Timeout => {
+                f.write_str("no reply within the timeout (the request may still be handled)")
+            }
+            CallError::NotInProcess => f.write_str("call made outside a process: call from one"),
+            CallError::CallingSelf => {
+                f.write_str("a server called itself: it would wait forever (handle it inline instead)")
+            }
+        }
+    }
+}
+impl core::error::Error for CallError {}
+
+/// A server to start: its initial state and static info channels.
+pub struct Server<G: GenServer> {
+    state: G,
+    infos: Vec<Receiver<G::Info>>,
+    worker: Option<usize>,
+}
+
+impl<G: GenServer> fmt::Debug for Server<G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server").field("infos", &self.infos.len()).field("worker", &self.worker).finish()
+    }
+}
+
+impl<G: GenServer> Server<G> {
+    /// A server with initial state `state`.
+    pub fn new(state: G) -> Server<G> {
+        Server { state, infos: Vec::new(), worker: None }
+    }
+
+    /// Adds a static info channel: its messages go to
+    /// [`GenServer::handle_info`]. Info channels rank in the order added.
+    pub fn with_info(mut self, info: Receiver<G::Info>) -> Server<G> {
+        self.infos.push(info);
+        self
+    }
+
+    /// Runs the server on worker `worker` (default: the caller's).
+    pub fn on_worker(mut self, worker: usize) -> Server<G> {
+        self.worker = Some(worker);
+        self
+    }
+
+    /// Spawns the server. It runs `init` first, then serves; calls made
+    /// meanwhile wait in the inbox.
+    pub fn start(self) -> Result<ServerRef<G>, SpawnError> {
+        let Server { state, infos, worker } = self;
+        let (inbox_tx, inbox) = channel::<Envelope<G>>();
+        let body = move || serve(state, inbox, infos);
+        let handle = match worker {
+            Some(worker) => process::spawn_on(worker, body),
+            None => process::spawn(body),
+        }?;
+        Ok(ServerRef { pid: handle.pid(), inbox: inbox_tx })
+    }
+
+    /// Starts the server as a child named `name` of `supervisor`, which
+    /// stops it (gracefully, `terminate` included) in its ordered shutdown.
+    /// The child is `Temporary`: the state is consumed by this start, so
+    /// there is nothing to restart it from — for a restartable server give
+    /// the supervisor a `ChildSpec` whose start function builds a fresh one.
+    pub fn start_under(
+        self,
+        supervisor: &SupervisorRef,
+        name: &str,
+    ) -> Result<ServerRef<G>, SupervisorError> {
+        supervisor::start_once(supervisor, name, Shutdown::default(), move || {
+            self.start().map_err(StartError::from)
+        })
+    }
+}
+
+/// A handle to a running server. Cloneable; when the last clone is dropped
+/// the server shuts down (gracefully, `terminate` with
+/// [`TerminateReason::Dropped`]).
+pub struct ServerRef<G: GenServer> {
+    pid: Pid,
+    inbox: Sender<Envelope<G>>,
+}
+
+impl<G: GenServer> Clone for ServerRef<G> {
+    fn clone(&self) -> Self {
+        ServerRef { pid: self.pid, inbox: self.inbox.clone() }
+    }
+}
+
+impl<G: GenServer> fmt::Debug for ServerRef<G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerRef").field("pid", &self.pid).finish_non_exhaustive()
+    }
+}
+
+impl<G: GenServer> ServerRef<G> {
+    /// The server's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Sends `request` and returns the reply; the caller parks meanwhile.
+    pub fn call(&self, request: G::Call) -> Result<G::Reply, CallError> {
+        let reply = self.send_call(request)?;
+        reply.recv().map_err(|e| match e {
+            RecvError::Disconnected => CallError::Dead(self.pid),
+            RecvError::NotInProcess => CallError::NotInProcess,
+        })
+    }
+
+    /// [`call`](Self::call), giving up after `timeout`.
+    pub fn call_timeout(&self, request: G::Call, timeout: Duration) -> Result<G::Reply, CallError> {
+        let reply = self.send_call(request)?;
+        // Dropping `reply` on a timeout makes the late reply's send fail.
+        reply.recv_timeout(timeout).map_err(|e| match e {
+            RecvTimeoutError::Timeout => CallError::Timeout,
+            RecvTimeoutError::Disconnected => CallError::Dead(self.pid),
+            RecvTimeoutError::NotInProcess => CallError::NotInProcess,
+        })
+    }
+
+    fn send_call(&self, request: G::Call) -> Result<Receiver<G::Reply>, CallError> {
+        match process::self_pid() {
+            None => return Err(CallError::NotInProcess),
+            Some(me) if me == self.pid => return Err(CallError::CallingSelf),
+            Some(_) => {}
+        }
+        let (tx, rx) = channel();
+        self.inbox.send(Envelope::Call(request, tx)).map_err(|_| CallError::NoProc(self.pid))?;
+        Ok(rx)
+    }
+
+    /// Sends `message` without waiting. `Err(NoProc)` if the server has
+    /// ended (the message is dropped).
+    pub fn cast(&self, message: G::Cast) -> Result<(), NoProc> {
+        self.inbox.send(Envelope::Cast(message)).map_err(|_| NoProc(self.pid))
+    }
+
+    /// Stops the server after the messages already in its inbox: it runs
+    /// `terminate` with [`TerminateReason::Requested`] and exits normally;
+    /// this returns once it has. Outside a process (or from the server
+    /// itself) it only asks.
+    pub fn stop(&self) -> Result<(), NoProc> {
+        let me = process::self_pid();
+        let watch = (me.is_some() && me != Some(self.pid)).then(|| monitor::monitor(self.pid));
+        self.inbox.send(Envelope::Stop).map_err(|_| NoProc(self.pid))?;
+        if let Some(watch) = watch {
+            let _ = watch.rx.recv();
+        }
+        Ok(())
+    }
+}
+
+impl<G: GenServer> From<ServerRef<G>> for Child {
+    /// A supervised server is stopped gracefully; the child keeps a
+    /// reference, so the server lives as long as it is supervised.
+    fn from(server: ServerRef<G>) -> Child {
+        let pid = server.pid;
+        Child::with_stop(pid, move || {
+            let _ = server.inbox.send(Envelope::Stop);
+        })
+    }
+}
+
+/// Owns the state; runs `terminate` when dropped, on every path out.
+struct Terminate<G: GenServer> {
+    server: G,
+    reason: TerminateReason,
+}
+
+impl<G: GenServer> Drop for Terminate<G> {
+    fn drop(&mut self) {
+        self.server.terminate(self.reason);
+    }
+}
+
+/// The server process's body.
+fn serve<G: GenServer>(state: G, inbox: Receiver<Envelope<G>>, infos: Vec<Receiver<G::Info>>) {
+    let Some(pid) = process::self_pid() else { return };
+    let (control_tx, control) = channel::<Monitor>();
+    let ctx = ServerCtx { pid, watcher: Watcher { server: pid, control: control_tx } };
+    // Declared after `ctx` and the receivers, so dropped before them:
+    // `terminate` runs while the arms are still there.
+    let mut guard = Terminate { server: state, reason: TerminateReason::Unwinding };
+    guard.server.init(&ctx);
+    let reason = serve_loop(&mut guard.server, &ctx, &inbox, &control, infos);
+    guard.reason = reason;
+}
+
+/// What `select` picked.
+#[derive(Clone, Copy)]
+enum Arm {
+    Down(usize),
+    Control,
+    Info(usize),
+    Inbox,
+}
+
+fn serve_loop<G: GenServer>(
+    server: &mut G,
+    ctx: &ServerCtx,
+    inbox: &Receiver<Envelope<G>>,
+    control: &Receiver<Monitor>,
+    infos: Vec<Receiver<G::Info>>,
+) -> TerminateReason {
+    let mut infos = infos;
+    let mut downs: Vec<Monitor> = Vec::new();
+    // The control arm cannot close while `ctx` holds a sender; the flag
+    // keeps the loop correct should that ever change.
+    let mut control_open = true;
+    loop {
+        let picked = {
+            let mut arms: Vec<&dyn Selectable> = Vec::with_capacity(downs.len() + infos.len() + 2);
+            let mut which = Vec::with_capacity(arms.capacity());
+            for (index, monitor) in downs.iter().enumerate() {
+                arms.push(&monitor.rx);
+                which.push(Arm::Down(index));
+            }
+            if control_open {
+                arms.push(control);
+                which.push(Arm::Control);
+            }
+            for (index, info) in infos.iter().enumerate() {
+                arms.push(info);
+                which.push(Arm::Info(index));
+            }
+            arms.push(inbox);
+            which.push(Arm::Inbox);
+            which[select(&arms)]
+        };
+        match picked {
+            Arm::Down(index) => match downs[index].rx.try_recv() {
+                Ok(down) => {
+                    downs.remove(index);
+                    server.handle_down(ctx, down);
+                }
+                Err(TryRecvError::Empty) => {}
+                // A monitor closed without a Down (cancelled): drop it.
+                Err(TryRecvError::Disconnected) => {
+                    downs.remove(index);
+                }
+            },
+            Arm::Control => match control.try_recv() {
+                Ok(monitor) => downs.push(monitor),
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => control_open = false,
+            },
+            Arm::Info(index) => match infos[index].try_recv() {
+                Ok(info) => server.handle_info(info),
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => {
+                    infos.remove(index);
+                }
+            },
+            Arm::Inbox => match inbox.try_recv() {
+                Ok(Envelope::Call(request, reply)) => {
+                    let answer = server.handle_call(request);
+                    // The caller may have timed out: the reply is dropped.
+                    let _ = reply.send(answer);
+                }
+                Ok(Envelope::Cast(message)) => server.handle_cast(message),
+                Ok(Envelope::Stop) => return TerminateReason::Requested,
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => return TerminateReason::Dropped,
+            },
+        }
+    }
+}
