@@ -41,6 +41,9 @@ cargo test --workspace --exclude smarm-benches
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
 
+step "docs (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --exclude smarm-benches --features smarm-platform/linux
+
 step "no_std builds"
 for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu aarch64-unknown-none; do
   cargo build -p smarm-arch -p smarm-platform -p smarm-core --target "$t"

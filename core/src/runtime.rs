@@ -2,9 +2,9 @@
 //! per-worker ingress rings, and the cloneable [`Runtime`] handle.
 //!
 //! Invariants kept here:
-//! - A slot is (re)initialised by exactly one function, [`Slot::reset`],
+//! - A slot is (re)initialised by exactly one function, `Slot::reset`,
 //!   which every path that recycles a slot calls; a new field added to
-//!   [`SlotBody`] or [`Cold`] is reset by construction.
+//!   `SlotBody` or `Cold` is reset by construction.
 //! - Finalize order: outcome set and `Done` under the slot lock → stack
 //!   recycled → death notifications → joiners woken → slot reclaimed only
 //!   when no handle is outstanding.

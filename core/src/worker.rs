@@ -3,7 +3,7 @@
 //! host decides which thread calls `try_tick`, and may change its mind
 //! between passes.
 //!
-//! The mutable state of a worker ([`WorkerCore`]) lives behind a raw
+//! The mutable state of a worker (`WorkerCore`) lives behind a raw
 //! pointer, never behind a reference held across a switch: while a process
 //! runs, the suspended `try_tick` frame and the process both reach the core
 //! through that pointer (the process through the host's current-worker

@@ -543,10 +543,13 @@ pub fn smp_ping_pong() -> Result<(), String> {
         .map_err(|error| format!("spawn pong on worker 1: {error}"))?;
         let start = Native::timestamp();
         let mut value = 0;
+        let mut slowest = 0;
         for round in 0..ROUND_TRIPS {
+            let sent_at = Native::timestamp();
             to_pong.send(value).map_err(|_| format!("round {round}: pong is gone"))?;
             let echoed = ping_rx.recv().map_err(|_| format!("round {round}: pong hung up"))?;
             ensure!(echoed == value + 1, "round {round}: sent {value}, got back {echoed}");
+            slowest = slowest.max(Native::timestamp() - sent_at);
             value = echoed;
         }
         let elapsed = Native::timestamp() - start;
@@ -569,11 +572,14 @@ pub fn smp_ping_pong() -> Result<(), String> {
         let hundredths = elapsed * 100 / ROUND_TRIPS;
         crate::println!(
             "smp_ping_pong: {ROUND_TRIPS} round trips between core 0 and core 1 ({CORES} cores, \
-             one worker each); {elapsed} counter ticks, {}.{:02} ticks/round trip, {} ns/round trip; \
+             one worker each); {elapsed} counter ticks, {}.{:02} ticks/round trip, {} ns/round trip, \
+             slowest {} ns (a wake lost and recovered by the {} ms idle cap would show as more); \
              {wakes} cross-core wake SGIs",
             hundredths / 100,
             hundredths % 100,
             board().ticks_to_nanos(elapsed) / ROUND_TRIPS,
+            board().ticks_to_nanos(slowest),
+            crate::board::MAX_IDLE_WAIT / 1_000_000,
         );
         Ok(())
     })
