@@ -53,7 +53,9 @@ if [[ -z "$elf" || ! -f "$elf" ]]; then
 fi
 
 echo "run-bare.sh: booting $elf (timeout ${timeout_seconds}s)" >&2
-# -m matches the RAM length in linker/qemu-virt.ld. </dev/null: the image
+# -m matches the RAM length in linker/qemu-virt.ld. -smp 4 matches the
+# image's core count (board::CORES, the linker script's secondary stacks):
+# its last scenario starts cores 1-3 with PSCI. </dev/null: the image
 # reads no input, and QEMU must not wait on a terminal under CI.
 status=0
 timeout "$timeout_seconds" qemu-system-aarch64 \

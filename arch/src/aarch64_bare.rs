@@ -48,7 +48,9 @@
 //!    stack it switches to) runs on `SP_EL0`; an exception switches the CPU
 //!    to `SP_EL1` by itself, so the handler still has a good stack when the
 //!    fault was a broken stack pointer.
-//! 7. Zeroes `.bss` (`__bss_start..__bss_end`, 16 bytes at a time).
+//! 7. Zeroes `.bss` (`__bss_start..__bss_end`, 16 bytes at a time), then
+//!    records the exception level it entered at (for [`start_core`]'s
+//!    choice of PSCI conduit).
 //! 8. Installs the vector table in `VBAR_EL1`.
 //! 9. Clears the frame pointer and link register (so backtraces end here)
 //!    and calls `smarm_bare_main`.
@@ -96,6 +98,7 @@
 
 use core::arch::{asm, global_asm};
 use core::mem::{offset_of, size_of};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// `CPACR_EL1.FPEN` = 0b11: FP/SIMD instructions do not trap at EL1 or EL0.
 const CPACR_EL1_FPEN: u64 = 0b11 << 20;
@@ -151,8 +154,7 @@ const DESCRIPTOR_NEVER_EXECUTE: u64 = (1 << 53) | (1 << 54);
 const GIB: u64 = 1 << 30;
 /// The device block: the first GiB (the GIC at 0x0800_0000, the PL011 at
 /// 0x0900_0000 and the rest of QEMU `virt`'s low MMIO).
-const DEVICE_BLOCK: u64 =
-    DESCRIPTOR_BLOCK | (ATTR_DEVICE << 2) | DESCRIPTOR_AF | DESCRIPTOR_NEVER_EXECUTE;
+const DEVICE_BLOCK: u64 = DESCRIPTOR_BLOCK | (ATTR_DEVICE << 2) | DESCRIPTOR_AF | DESCRIPTOR_NEVER_EXECUTE;
 /// The RAM block: the second GiB (QEMU `virt`'s RAM starts at 0x4000_0000).
 const RAM_BLOCK: u64 =
     GIB | DESCRIPTOR_BLOCK | (ATTR_NORMAL << 2) | DESCRIPTOR_AF | DESCRIPTOR_INNER_SHAREABLE;
@@ -265,6 +267,12 @@ pub struct CoreBoot {
 const _: () = assert!(offset_of!(CoreBoot, stack_top).is_multiple_of(8));
 const _: () = assert!(offset_of!(CoreBoot, exception_stack_top).is_multiple_of(8));
 
+/// The exception level the boot core entered `_start` at (1 or 2), stored
+/// by `_start` once `.bss` is zeroed (this static lives there); 0 before.
+static ENTRY_EXCEPTION_LEVEL: AtomicU64 = AtomicU64::new(0);
+// `_start` stores it with a 64-bit `str`.
+const _: () = assert!(size_of::<AtomicU64>() == 8);
+
 extern "C" {
     /// Defined by the image: the program, run once on the boot core.
     fn smarm_bare_main() -> !;
@@ -285,9 +293,10 @@ extern "C" {
 // OUTPUTS: never returns; calls `smarm_bare_main` (boot core) or
 //          `smarm_bare_secondary_main(x0 = CoreBoot)` on SP_EL0.
 // OPTIONS: global_asm has none. It runs before any stack exists, so it uses
-//          only x19..x23 (and x0/x1 for the semihosting call) and system
+//          only x19..x24 (and x0/x1 for the semihosting call) and system
 //          registers. x23 holds the `CoreBoot` (0 on the boot core) from
-//          entry to the call; the EL2 drop (eret) preserves it.
+//          entry to the call, x24 the exception level entered at; the EL2
+//          drop (eret) preserves both.
 global_asm!(
     r#"
     .section .text.boot, "ax"
@@ -313,6 +322,7 @@ smarm_bare_secondary_entry:
 2:  mrs     x19, CurrentEL
     lsr     x19, x19, #{current_el_shift}
     and     x19, x19, #3
+    mov     x24, x19
     cmp     x19, #{el1}
     b.eq    .Lsmarm_at_el1
     cmp     x19, #{el2}
@@ -399,9 +409,15 @@ smarm_bare_secondary_entry:
     adrp    x20, __bss_end
     add     x20, x20, :lo12:__bss_end
 4:  cmp     x19, x20
-    b.hs    5f
+    b.hs    41f
     stp     xzr, xzr, [x19], #16
     b       4b
+    // Record the level the boot core entered at (it lives in .bss, so only
+    // now): `start_core` picks the PSCI conduit from it.
+41: adrp    x19, {entry_el}
+    add     x19, x19, :lo12:{entry_el}
+    str     x24, [x19]
+    b       5f
 
 .Lsmarm_secondary_stacks:
     ldr     x19, [x23, #{boot_exception_stack_top}]
@@ -459,6 +475,7 @@ smarm_bare_page_table:
     device_block = const DEVICE_BLOCK,
     ram_block = const RAM_BLOCK,
     table_entries = const TABLE_ENTRIES,
+    entry_el = sym ENTRY_EXCEPTION_LEVEL,
     main = sym smarm_bare_main,
     secondary_main = sym smarm_bare_secondary_main,
 );
@@ -659,11 +676,12 @@ pub fn send_event() {
 /// masked, so nothing is taken: the core just resumes after the WFI), or
 /// spuriously. Callers loop on a condition.
 ///
-/// This is what an idle single core sleeps in: pair it with
-/// [`virtual_timer_arm`] and a GIC that forwards the virtual timer's PPI,
-/// and the core sleeps until the deadline. (QEMU's TCG implements WFE as a
-/// bare yield that never sleeps; WFI with a pending-interrupt source does
-/// halt the vCPU.)
+/// This is what an idle core sleeps in: pair it with [`virtual_timer_arm`]
+/// and a GIC that forwards the virtual timer's PPI, and the core sleeps
+/// until the deadline; another core ends the sleep early by raising a
+/// software-generated interrupt at it (SEV would not: it ends WFE only).
+/// (QEMU's TCG implements WFE as a bare yield that never sleeps; WFI with a
+/// pending-interrupt source does halt the vCPU.)
 pub fn wait_for_interrupt() {
     // INPUTS:  none.
     // OUTPUTS: none.
@@ -820,11 +838,14 @@ impl core::fmt::Display for PsciError {
 impl core::error::Error for PsciError {}
 
 /// Starts the core whose `MPIDR_EL1` affinity fields are `target_mpidr`
-/// with PSCI `CPU_ON` through `HVC`: the conduit QEMU `virt` advertises
-/// (`/psci method = "hvc"` in its device tree) for a guest that boots at
-/// EL1 without firmware. The core enters `smarm_bare_secondary_entry`, sets
-/// itself up like the boot core on the stacks in `boot`, and calls the
-/// image's `smarm_bare_secondary_main(boot)`.
+/// with PSCI `CPU_ON`. The conduit is the one QEMU `virt` advertises in its
+/// device tree (`/psci method`) for a guest without firmware: `HVC` when
+/// the machine boots the guest at EL1 (the default), `SMC` when it boots it
+/// at EL2 (`virtualization=on`; the image has dropped to EL1 since, and
+/// QEMU takes the `SMC` from EL1 as its PSCI call). The core enters
+/// `smarm_bare_secondary_entry`, sets itself up like the boot core on the
+/// stacks in `boot`, and calls the image's
+/// `smarm_bare_secondary_main(boot)`.
 ///
 /// Returns once PSCI has accepted the request; the core may not have run a
 /// single instruction yet (the image waits for it to check in).
@@ -836,13 +857,16 @@ impl core::error::Error for PsciError {}
 ///    program (nothing else reads or writes it);
 /// 2. the image's `smarm_bare_secondary_main` is ready to run on a new core
 ///    (whatever it shares with the running cores is synchronised);
-/// 3. the platform implements PSCI over HVC (QEMU `virt` without
-///    `secure=on` or `virtualization=on`); elsewhere `HVC` is undefined or
-///    traps to a hypervisor that does something else.
+/// 3. the platform implements PSCI over HVC for a guest booted at EL1 and
+///    over SMC for one booted at EL2 (QEMU `virt` without `secure=on`);
+///    elsewhere the call is undefined or reaches firmware or a hypervisor
+///    that does something else.
 pub unsafe fn start_core(target_mpidr: u64, boot: &'static CoreBoot) -> Result<(), PsciError> {
     let entry = smarm_bare_secondary_entry as *const () as usize;
     let context = boot as *const CoreBoot as usize;
     let status: u64;
+    // Relaxed: written once by `_start` on this (the boot) core.
+    let through_smc = ENTRY_EXCEPTION_LEVEL.load(Ordering::Relaxed) == EL2;
     // INPUTS:  x0 = PSCI function id (CPU_ON, SMC64), x1 = target MPIDR,
     //          x2 = entry point (physical = virtual: identity map),
     //          x3 = context id (arrives in the new core's x0).
@@ -852,17 +876,29 @@ pub unsafe fn start_core(target_mpidr: u64, boot: &'static CoreBoot) -> Result<(
     //          nomem: the started core reads `boot` and the image's memory,
     //          so every store before the call must be emitted before it.
     // SAFETY: the caller's conditions 1–3: the new core runs only on the
-    // memory `boot` reserves for it, and HVC reaches PSCI.
+    // memory `boot` reserves for it, and the conduit reaches PSCI.
     unsafe {
-        asm!(
-            "hvc #0",
-            inlateout("x0") PSCI_CPU_ON_64 => status,
-            in("x1") target_mpidr,
-            in("x2") entry,
-            in("x3") context,
-            options(nostack),
-            clobber_abi("C"),
-        );
+        if through_smc {
+            asm!(
+                "smc #0",
+                inlateout("x0") PSCI_CPU_ON_64 => status,
+                in("x1") target_mpidr,
+                in("x2") entry,
+                in("x3") context,
+                options(nostack),
+                clobber_abi("C"),
+            );
+        } else {
+            asm!(
+                "hvc #0",
+                inlateout("x0") PSCI_CPU_ON_64 => status,
+                in("x1") target_mpidr,
+                in("x2") entry,
+                in("x3") context,
+                options(nostack),
+                clobber_abi("C"),
+            );
+        }
     }
     match status as u32 as i32 {
         0 => Ok(()),

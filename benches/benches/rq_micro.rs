@@ -34,7 +34,7 @@ const CAPACITY: usize = 1_024;
 /// Waits politely: spin a little, yield now and then.
 fn back_off(retries: &mut u32) {
     *retries += 1;
-    if *retries % 64 == 0 {
+    if retries.is_multiple_of(64) {
         std::thread::yield_now();
     } else {
         spin_loop();

@@ -24,12 +24,12 @@ pub struct Bar {
     pub goal: Option<f64>,
 }
 
-const WIDTH: u32 = 1500;
+const WIDTH: u32 = 1800;
 const ROW: u32 = 26;
 const TOP: u32 = 70;
 const BOTTOM: u32 = 60;
 const LABEL_SCALE: u32 = 2;
-const PLOT_LEFT: u32 = 760;
+const PLOT_LEFT: u32 = 940;
 const PLOT_RIGHT: u32 = WIDTH - 130;
 
 const MET: RGBColor = RGBColor(46, 139, 87);

@@ -369,14 +369,15 @@ fn run(options: &Options) -> Result<(), String> {
             .iter()
             .filter_map(|row| {
                 let ratio = row.ratio()?;
-                let group = row.bench.split('/').next().unwrap_or(&row.bench);
-                let smarm = row.bench.rsplit('/').next().unwrap_or("smarm");
-                let label = if group.starts_with("rq_") {
-                    let group = row.bench.rsplit_once('/').map_or(row.bench.as_str(), |(group, _)| group);
-                    format!("{group}: {smarm} vs {}", row.peer)
-                } else {
-                    format!("{group}: smarm vs {}", row.peer)
+                // `group/smarm/function` for peers, `rq_*/…/ring` for rings.
+                let (group, smarm) = match row.bench.split_once("/smarm/") {
+                    Some((group, function)) => (group.to_string(), format!("smarm/{function}")),
+                    None => match row.bench.rsplit_once('/') {
+                        Some((group, ring)) => (group.to_string(), ring.to_string()),
+                        None => (row.bench.clone(), String::new()),
+                    },
                 };
+                let label = format!("{group}: {smarm} vs {}", row.peer);
                 Some(Bar { label, ratio, goal: row.ratio_goal })
             })
             .collect();

@@ -28,8 +28,9 @@
 //! volatile accesses at the fixed addresses of QEMU's `virt` machine; the
 //! UART only after [`VirtBoard::init`] has programmed the line (writes before
 //! it still work on QEMU, which ignores the line settings, but not on a real
-//! PL011); the virtual timer is armed only inside `wait_for_event` and is
-//! disarmed again before it returns.
+//! PL011); each core's virtual timer is armed only inside its own
+//! `wait_for_event` and is disarmed again before it returns; the GIC's
+//! banked (per-core) registers are written only by the core they belong to.
 
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -14,7 +14,8 @@
 //!   `Outcome::Stopped`. Nothing on its stack is dropped (see the README's
 //!   panic policy for what that leaks).
 //! - **Idle**: the driver parks on the platform, whose bare backend waits in
-//!   [`Board::wait_for_event`]; [`HostPlatform::park`] hands the park's
+//!   [`Board::wait_for_event`](smarm_platform::bare::Board::wait_for_event);
+//!   [`HostPlatform::park`] hands the park's
 //!   deadline to the board first, so the wait sleeps in WFI until the next
 //!   timer (capped at `MAX_IDLE_WAIT`) instead of spinning.
 //! - **Cross-core wakes**: a core parks with its token recorded in
@@ -184,8 +185,8 @@ pub fn runtime(config: Config) -> Result<SingleThreadRuntime, String> {
 /// The boot loop: `try_tick` until no process is live; when a round did
 /// nothing, park on the platform until the next timer deadline.
 ///
-/// On one core with interrupts masked nothing outside a pass can wake a
-/// process, so a round that did nothing with no timer pending and live
+/// With one driver (this runtime's only one) and interrupts masked,
+/// nothing outside a pass can wake a process, so a round that did nothing with no timer pending and live
 /// processes is a deadlock: reported as an error instead of sleeping until
 /// the runner's timeout.
 pub fn drive(runtime: &mut SingleThreadRuntime) -> Result<(), String> {

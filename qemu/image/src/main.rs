@@ -13,7 +13,10 @@
 //! `N passed, N failed`. A CPU exception, or a panic outside any process,
 //! ends the image at once with a non-zero status; a panic inside a process
 //! abandons that process only (see [`fault`]). The scheduler scenarios run
-//! the core runtime on the bare host in [`host`].
+//! the core runtime on the bare host in [`host`]: all but the last on the
+//! boot core alone (one worker, `SingleThreadRuntime`); the last,
+//! `smp_ping_pong`, starts the three secondary cores ([`smp`]) and runs one
+//! worker per core.
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -128,11 +131,7 @@ pub extern "C" fn smarm_bare_main() -> ! {
         "smarm bare image: {} on QEMU virt, counter at {} Hz (emulated generic timer), {}",
         Native::NAME,
         board().counter_frequency(),
-        if aarch64_bare::mmu_and_caches_enabled() {
-            "MMU on (identity map) with caches"
-        } else {
-            "MMU OFF"
-        }
+        if aarch64_bare::mmu_and_caches_enabled() { "MMU on (identity map) with caches" } else { "MMU OFF" }
     );
 
     let mut passed = 0;

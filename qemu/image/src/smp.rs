@@ -85,7 +85,11 @@ pub fn start_secondaries() -> Result<(), String> {
     let exception_size = ptr::addr_of!(__secondary_exception_stack_size) as usize;
     let stack_size = ptr::addr_of!(__secondary_stack_size) as usize;
     let per_core = exception_size + stack_size;
-    if cores != CORES - 1 || end - start != cores * per_core || per_core % 16 != 0 || start % 16 != 0 {
+    if cores != CORES - 1
+        || end - start != cores * per_core
+        || !per_core.is_multiple_of(16)
+        || !start.is_multiple_of(16)
+    {
         return Err(format!(
             "the linker script reserves stacks for {cores} secondaries of {per_core} bytes \
              at {start:#x}..{end:#x}; the image wants {} 16-byte-aligned ones",
