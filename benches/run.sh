@@ -86,13 +86,13 @@ cargo bench -p smarm-benches --benches -- "${criterion_args[@]}"
 # ring compiled in; `--list` shows that name before anything runs.
 for feature in rq-mutex rq-striped; do
     ring="${feature#rq-}"
-    listed="$(cargo bench -p smarm-benches --features "$feature" --bench rq_runtime -- --list)"
+    listed="$(cargo bench -p smarm-benches --no-default-features --features "$feature" --bench rq_runtime -- --list)"
     if ! grep -q "^rq_runtime/[a-z_]*/$ring: benchmark" <<<"$listed"; then
         echo "run.sh: the $feature build does not use the $ring ring (it lists:" \
             "$(grep -o '^rq_runtime/[a-z_]*/[a-z]*' <<<"$listed" | head -1)); skipping it" >&2
         continue
     fi
-    cargo bench -p smarm-benches --features "$feature" --bench rq_runtime -- "${criterion_args[@]}"
+    cargo bench -p smarm-benches --no-default-features --features "$feature" --bench rq_runtime -- "${criterion_args[@]}"
 done
 
 cargo run --quiet --release -p smarm-benches --bin summarize -- \

@@ -416,8 +416,14 @@ impl<T: Send> Receiver<T> {
                 inner.receiver = Some(waker);
             }
             // Woken by a sender (a message, or the last sender's drop) or by
-            // the timer; the loop re-scans.
+            // the timer. The wake consumed the wait, so look without opening
+            // a new one; only if nothing is there does the loop wait again.
             process::park();
+            match self.try_recv_match(&pred) {
+                Ok(v) => return Ok(v),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) => {}
+            }
         }
     }
 

@@ -23,8 +23,11 @@ pub struct Config {
     /// committed: a process that touches one page costs one page).
     pub stack_size: usize,
     /// Stacks kept in the pool for reuse before extra ones are freed.
-    /// Default 1,024.
-    pub stack_pool_max: usize,
+    /// `None` (the default) keeps as many as were ever in use at once (at
+    /// most `max_actors`): a spawn after the first burst never maps a stack.
+    /// A pooled stack keeps its top pages resident (see
+    /// `stack_keep_resident`), so bound it to trade spawn cost for memory.
+    pub stack_pool_max: Option<usize>,
     /// Bytes from the top of a recycled stack kept resident; deeper pages
     /// are released to the OS when the stack returns to the pool.
     /// Default 16 KiB.
@@ -48,7 +51,7 @@ impl Default for Config {
             process_budget: 64,
             max_actors: 16_384,
             stack_size: 256 * 1024,
-            stack_pool_max: 1_024,
+            stack_pool_max: None,
             stack_keep_resident: 16 * 1024,
             timeslice: Duration::from_millis(2),
             spin_budget_cycles: 20_000,

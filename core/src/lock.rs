@@ -137,7 +137,7 @@ impl<T> RuntimeMutex<T> {
     /// Takes the lock (preemption disabled until the guard drops).
     pub fn lock(&self) -> RuntimeGuard<'_, T> {
         let preempt = crate::process::NoPreempt::new();
-        crate::worker::note_lock_acquired(self.class);
+        crate::worker::note_lock_acquired(preempt.core(), self.class);
         RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: preempt }
     }
 
@@ -173,6 +173,6 @@ impl<T> core::ops::DerefMut for RuntimeGuard<'_, T> {
 
 impl<T> Drop for RuntimeGuard<'_, T> {
     fn drop(&mut self) {
-        crate::worker::note_lock_released(self.class);
+        crate::worker::note_lock_released(self._preempt.core(), self.class);
     }
 }

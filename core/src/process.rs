@@ -51,6 +51,13 @@ impl NoPreempt {
         }
         NoPreempt { core }
     }
+
+    /// The worker core this guard holds preemption off on (null off a
+    /// worker).
+    #[inline]
+    pub(crate) fn core(&self) -> *mut WorkerCore {
+        self.core
+    }
 }
 
 impl Drop for NoPreempt {
@@ -164,6 +171,27 @@ pub fn yield_now() {
     observe_stop(shared, slot);
 }
 
+/// Whether the running process has used up its timeslice. The slice starts
+/// at the first check after a resume (the worker does not read the counter
+/// on every switch: on a VM that read is a large part of a yield), so a
+/// process is preempted `timeslice` after its first preemption point.
+///
+/// # Safety
+///
+/// `core` is the current core, live for the enclosing pass.
+#[inline]
+unsafe fn slice_used_up(core: *mut WorkerCore, timeslice_ticks: u64) -> bool {
+    let now = Native::timestamp();
+    // SAFETY: per the contract; no reference into the core is held.
+    unsafe {
+        if (*core).slice_start == 0 {
+            (*core).slice_start = now;
+            return false;
+        }
+        now.wrapping_sub((*core).slice_start) >= timeslice_ticks
+    }
+}
+
 /// An observation point without yielding: raises a pending stop, and
 /// yields if the process has used up its timeslice while preemption is
 /// enabled. Put it in long loops that neither allocate nor block.
@@ -172,9 +200,7 @@ pub fn check() {
     observe_stop(shared, slot);
     // SAFETY: current core, live for the enclosing pass.
     let due = unsafe {
-        (*core).preempt_disabled == 0
-            && !(*core).wait_open
-            && Native::timestamp().wrapping_sub((*core).slice_start) >= shared.timeslice_ticks
+        (*core).preempt_disabled == 0 && !(*core).wait_open && slice_used_up(core, shared.timeslice_ticks)
     };
     if due {
         yield_now();
@@ -192,8 +218,7 @@ pub fn maybe_preempt() {
         (*core).running.is_some()
             && (*core).preempt_disabled == 0
             && !(*core).wait_open
-            && Native::timestamp().wrapping_sub((*core).slice_start)
-                >= (*Arc::as_ptr(&(*core).shared)).timeslice_ticks
+            && slice_used_up(core, (*Arc::as_ptr(&(*core).shared)).timeslice_ticks)
     };
     if due {
         let Some((core, _, slot, generation)) = running() else { return };

@@ -160,6 +160,9 @@ pub(crate) struct WorkerShared {
     pub(crate) spawn: WakeRing<u32>,
     /// Administrative commands.
     pub(crate) admin: MutexRing<Admin>,
+    /// Commands pushed into `admin` and not yet taken: lets a pass skip the
+    /// admin ring's lock when it is empty (the common case).
+    pub(crate) admin_pending: AtomicUsize,
     /// Which park token this worker's driver sleeps on.
     pub(crate) token: usize,
     pub(crate) stats: WorkerStats,
@@ -281,6 +284,7 @@ impl RuntimeParts {
                 wake: WakeRing::with_capacity(n),
                 spawn: WakeRing::with_capacity(n),
                 admin: MutexRing::with_capacity(64),
+                admin_pending: AtomicUsize::new(0),
                 token: if drivers == Drivers::Single { 0 } else { id },
                 stats: WorkerStats::default(),
             })
@@ -425,7 +429,7 @@ impl Shared {
     /// platform when the pool is full.
     pub(crate) fn recycle_stack(&self, stack: Stack) {
         let mut pool = self.stacks.lock();
-        if pool.len() < self.config.stack_pool_max {
+        if pool.len() < self.config.stack_pool_max.unwrap_or(self.config.max_actors) {
             pool.push(stack);
             drop(pool);
         } else {
@@ -804,6 +808,10 @@ impl Runtime {
     pub fn admin(&self, worker: usize, command: Admin) -> bool {
         let Some(w) = self.shared.workers.get(worker) else { return false };
         let ok = w.admin.push(command).is_ok();
+        if ok {
+            // Release: a pass that sees the count sees the command.
+            w.admin_pending.fetch_add(1, Ordering::Release);
+        }
         if ok {
             self.shared.notify(worker);
         }

@@ -103,7 +103,8 @@ pub(crate) struct WorkerCore {
     /// word `Queued`, and a stamped wake landing on `Queued` is stale — the
     /// wake would be lost.
     pub(crate) wait_open: bool,
-    /// Timestamp when the running process was last resumed.
+    /// Timestamp of the running process's first preemption check since it
+    /// was resumed; 0 until then.
     pub(crate) slice_start: u64,
     stats: StatsSnapshot,
     live_here: u64,
@@ -231,8 +232,10 @@ unsafe fn pass(core: *mut WorkerCore) -> bool {
     }
     did |= n > 0;
     n = 0;
-    while n < budget {
+    // Acquire pairs with the Release in `Runtime::admin`.
+    while n < budget && ingress.admin_pending.load(Ordering::Acquire) > 0 {
         let Some(command) = ingress.admin.pop() else { break };
+        ingress.admin_pending.fetch_sub(1, Ordering::Relaxed);
         match command {
             Admin::StopAll => stop_all_on(shared, id),
         }
@@ -314,7 +317,8 @@ unsafe fn run(core: *mut WorkerCore, shared: &Shared, index: u32) {
         // A resumed process has no open wait: a park ended it, a yield
         // never had one.
         (*core).wait_open = false;
-        (*core).slice_start = Native::timestamp();
+        // The slice starts at the process's first preemption check.
+        (*core).slice_start = 0;
         (*core).stats.switches += 1;
         let save = ptr::addr_of_mut!((*core).context);
         let load = ptr::addr_of!((*slot.body.get()).context);
@@ -446,11 +450,16 @@ pub fn abandon_current(outcome: Outcome) {
     unreachable!("smarm: a finished process was resumed");
 }
 
-/// Records a runtime lock acquisition on the current driver and checks the
-/// lock order (Leaf → Channel, at most one of each).
-pub(crate) fn note_lock_acquired(class: crate::lock::LockClass) {
-    let Some(core) = current_core() else { return };
-    // SAFETY: current core, live for the enclosing pass; no reference held.
+/// Records a runtime lock acquisition on `core` (the current driver's, or
+/// null off a worker) and checks the lock order (Leaf → Channel, at most one
+/// of each). Bookkeeping only in debug builds.
+#[inline]
+pub(crate) fn note_lock_acquired(core: *mut WorkerCore, class: crate::lock::LockClass) {
+    if !cfg!(debug_assertions) || core.is_null() {
+        return;
+    }
+    // SAFETY: a non-null core comes from a live NoPreempt guard: the current
+    // core, live for the enclosing pass; no reference into it is held.
     unsafe {
         match class {
             crate::lock::LockClass::Leaf => {
@@ -468,9 +477,12 @@ pub(crate) fn note_lock_acquired(class: crate::lock::LockClass) {
     }
 }
 
-/// Records a runtime lock release on the current driver.
-pub(crate) fn note_lock_released(class: crate::lock::LockClass) {
-    let Some(core) = current_core() else { return };
+/// Records a runtime lock release on `core` (debug builds only).
+#[inline]
+pub(crate) fn note_lock_released(core: *mut WorkerCore, class: crate::lock::LockClass) {
+    if !cfg!(debug_assertions) || core.is_null() {
+        return;
+    }
     // SAFETY: as in `note_lock_acquired`.
     unsafe {
         match class {
