@@ -22,11 +22,12 @@ pub struct Config {
     /// Usable bytes of each process stack. Default 256 KiB (lazily
     /// committed: a process that touches one page costs one page).
     pub stack_size: usize,
-    /// Stacks kept in the pool for reuse before extra ones are freed.
-    /// `None` (the default) keeps as many as were ever in use at once (at
-    /// most `max_actors`): a spawn after the first burst never maps a stack.
-    /// A pooled stack keeps its top pages resident (see
-    /// `stack_keep_resident`), so bound it to trade spawn cost for memory.
+    /// Stacks kept in the pool for reuse before extra ones are freed back
+    /// to the platform. `None` (the default) keeps up to 16,384 — as many
+    /// as were ever in use at once, below that — so a spawn after the first
+    /// burst maps nothing. A pooled stack keeps its top pages resident (see
+    /// `stack_keep_resident`): raise it for spawn-heavy programs with many
+    /// live processes, lower it to save memory.
     pub stack_pool_max: Option<usize>,
     /// Bytes from the top of a recycled stack kept resident; deeper pages
     /// are released to the OS when the stack returns to the pool.
@@ -81,6 +82,9 @@ impl core::fmt::Display for ConfigError {
     }
 }
 impl core::error::Error for ConfigError {}
+
+/// The pool bound used when `Config::stack_pool_max` is `None`.
+pub const DEFAULT_STACK_POOL_MAX: usize = 16_384;
 
 impl Config {
     /// Checks the configuration.

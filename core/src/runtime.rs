@@ -429,7 +429,7 @@ impl Shared {
     /// platform when the pool is full.
     pub(crate) fn recycle_stack(&self, stack: Stack) {
         let mut pool = self.stacks.lock();
-        if pool.len() < self.config.stack_pool_max.unwrap_or(self.config.max_actors) {
+        if pool.len() < self.config.stack_pool_max.unwrap_or(crate::config::DEFAULT_STACK_POOL_MAX) {
             pool.push(stack);
             drop(pool);
         } else {

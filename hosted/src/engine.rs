@@ -59,7 +59,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`process_budget`](Builder::process_budget) | 64 | processes resumed per pass (0 = unlimited) |
 /// | [`max_actors`](Builder::max_actors) | 16,384 | slab size: most processes alive at once |
 /// | [`stack_size`](Builder::stack_size) | 256 KiB | usable bytes per process stack (lazily committed) |
-/// | [`stack_pool_max`](Builder::stack_pool_max) | as many as were ever in use at once (≤ `max_actors`) | stacks kept for reuse |
+/// | [`stack_pool_max`](Builder::stack_pool_max) | 16,384 | stacks kept for reuse |
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
 /// | [`timeslice`](Builder::timeslice) | 2 ms | run time before an allocation (with [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields |
 /// | [`spin_budget_cycles`](Builder::spin_budget_cycles) | 20,000 | timestamp ticks an idle driver spins before parking (0 = park at once) |
