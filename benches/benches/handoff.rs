@@ -68,8 +68,8 @@ fn main() {
     let default_budget = Config::default().spin_budget_cycles;
     let configurations = [
         ("spin budget 0 (park at once)", 0, None),
-        ("default spin budget, default max_spinners (1 of 2)", default_budget, None),
-        ("default spin budget, max_spinners 2", default_budget, Some(2)),
+        ("default spin budget and max_spinners (2 of 2)", default_budget, None),
+        ("default spin budget, max_spinners 1", default_budget, Some(1)),
     ];
     for (label, budget, max_spinners) in configurations {
         let delays = measure(budget, max_spinners);

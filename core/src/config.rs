@@ -40,7 +40,8 @@ pub struct Config {
     /// engine). `0` parks at once. Default 20,000 (≈ 5–10 µs).
     pub spin_budget_cycles: u64,
     /// Most workers spinning at once (hosted engine). Default: half the
-    /// workers, at least 1. `None` picks that default at build time.
+    /// workers, at least 2 (1 with one worker). `None` picks that default
+    /// at build time.
     pub max_spinners: Option<usize>,
 }
 
@@ -101,8 +102,12 @@ impl Config {
         Ok(())
     }
 
-    /// `max_spinners`, or its default (half the workers, at least one).
+    /// `max_spinners`, or its default: half the workers, but at least two
+    /// (one when there is one worker). With a single spinner, two workers
+    /// handing work back and forth race for the one slot and the loser
+    /// parks: on an idle VM a futex wake then costs ~50 µs instead of ~1 µs
+    /// (benches/benches/handoff.rs).
     pub fn effective_max_spinners(&self) -> usize {
-        self.max_spinners.unwrap_or((self.worker_count / 2).max(1))
+        self.max_spinners.unwrap_or((self.worker_count / 2).max(2).min(self.worker_count.max(1)))
     }
 }

@@ -575,7 +575,7 @@ fn owner_bug(transition: &'static str, generation: u32, found: Snapshot) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::format;
+    use alloc::format;
 
     const G: u32 = 7;
 
@@ -722,7 +722,7 @@ mod tests {
     #[test]
     fn unpark_at_rejections_change_nothing() {
         // Epoch mismatch, generation mismatch, and every state that takes no wake.
-        let mut cases = std::vec![
+        let mut cases = alloc::vec![
             (word(G, 3, State::Parked), G, 2),
             (word(G, 3, State::Parked), G, 4),
             (word(G, 3, State::Running), G, 2),

@@ -63,7 +63,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
 /// | [`timeslice`](Builder::timeslice) | 2 ms | run time before an allocation (with [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields |
 /// | [`spin_budget_cycles`](Builder::spin_budget_cycles) | 20,000 | timestamp ticks an idle driver spins before parking (0 = park at once) |
-/// | [`max_spinners`](Builder::max_spinners) | workers / 2, at least 1 | drivers spinning at once |
+/// | [`max_spinners`](Builder::max_spinners) | workers / 2, at least 2 (1 with one worker) | drivers spinning at once |
 /// | [`io_threads`](Builder::io_threads) | 64 | most threads running `block_on_io` jobs at once |
 ///
 /// ```

@@ -234,7 +234,7 @@ pub(crate) mod contract {
     /// must come out exactly once. With `per_producer_fifo`, each consumer
     /// must also see each producer's values in push order.
     pub(crate) fn stress<R: Ring<usize>>(ring: &R, per_producer_fifo: bool) {
-        use std::thread;
+        use std::{eprintln, thread}; // this module is cfg(test) only
 
         const PRODUCERS: usize = 4;
         const CONSUMERS: usize = 4;
@@ -299,7 +299,7 @@ pub(crate) mod contract {
         for (expected, &value) in all.iter().enumerate() {
             assert_eq!(value, expected, "a value was lost or duplicated");
         }
-        std::eprintln!(
+        eprintln!(
             "stress: {total} values through capacity {}, {} full retries, {} empty retries",
             ring.capacity(),
             full_retries.load(Ordering::Relaxed),
