@@ -164,6 +164,60 @@ const _: () = {
     assert!(offset_of!(Context, sp).is_multiple_of(WORD));
 };
 
+/// The body shared by [`context_switch`] and [`context_resume`]: save a
+/// [`SwitchFrame`] on the current stack, store sp into `*x0`, load sp from
+/// `*x1`, restore that frame, then leave with `$exit` (`ret` for the
+/// symmetric switch, `br x30` for resume — see the module docs on return
+/// prediction).
+macro_rules! swap_frames_then {
+    ($exit:literal) => {
+        core::arch::naked_asm!(
+            // Save the suspending side (the caller) onto its own stack.
+            "sub sp, sp, #{frame_size}",
+            "stp x19, x20, [sp, #{x19}]",
+            "stp x21, x22, [sp, #{x21}]",
+            "stp x23, x24, [sp, #{x23}]",
+            "stp x25, x26, [sp, #{x25}]",
+            "stp x27, x28, [sp, #{x27}]",
+            "stp x29, x30, [sp, #{x29}]",
+            "stp d8, d9, [sp, #{d8}]",
+            "stp d10, d11, [sp, #{d10}]",
+            "stp d12, d13, [sp, #{d12}]",
+            "stp d14, d15, [sp, #{d14}]",
+            // Swap stacks (sp cannot be the source of `str`, hence x9).
+            "mov x9, sp",
+            "str x9, [x0, #{context_sp}]",
+            "ldr x9, [x1, #{context_sp}]",
+            "mov sp, x9",
+            // Restore the resuming side from its stack.
+            "ldp d14, d15, [sp, #{d14}]",
+            "ldp d12, d13, [sp, #{d12}]",
+            "ldp d10, d11, [sp, #{d10}]",
+            "ldp d8, d9, [sp, #{d8}]",
+            "ldp x29, x30, [sp, #{x29}]",
+            "ldp x27, x28, [sp, #{x27}]",
+            "ldp x25, x26, [sp, #{x25}]",
+            "ldp x23, x24, [sp, #{x23}]",
+            "ldp x21, x22, [sp, #{x21}]",
+            "ldp x19, x20, [sp, #{x19}]",
+            "add sp, sp, #{frame_size}",
+            $exit,
+            frame_size = const FRAME_SIZE,
+            x19 = const offset_of!(SwitchFrame, x19),
+            x21 = const offset_of!(SwitchFrame, x21),
+            x23 = const offset_of!(SwitchFrame, x23),
+            x25 = const offset_of!(SwitchFrame, x25),
+            x27 = const offset_of!(SwitchFrame, x27),
+            x29 = const offset_of!(SwitchFrame, x29),
+            d8 = const offset_of!(SwitchFrame, d8),
+            d10 = const offset_of!(SwitchFrame, d10),
+            d12 = const offset_of!(SwitchFrame, d12),
+            d14 = const offset_of!(SwitchFrame, d14),
+            context_sp = const offset_of!(Context, sp),
+        )
+    };
+}
+
 /// The switch proper.
 ///
 /// On entry (AAPCS64, called with `bl` / `blr`):
@@ -186,50 +240,7 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
     //          `load_from` described.
     // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
     //          only caller-saved state: x9.
-    core::arch::naked_asm!(
-        // Save the suspending side onto its own stack.
-        "sub sp, sp, #{frame_size}",
-        "stp x19, x20, [sp, #{x19}]",
-        "stp x21, x22, [sp, #{x21}]",
-        "stp x23, x24, [sp, #{x23}]",
-        "stp x25, x26, [sp, #{x25}]",
-        "stp x27, x28, [sp, #{x27}]",
-        "stp x29, x30, [sp, #{x29}]",
-        "stp d8, d9, [sp, #{d8}]",
-        "stp d10, d11, [sp, #{d10}]",
-        "stp d12, d13, [sp, #{d12}]",
-        "stp d14, d15, [sp, #{d14}]",
-        // Swap stacks (sp cannot be the source of `str`, hence x9).
-        "mov x9, sp",
-        "str x9, [x0, #{context_sp}]",
-        "ldr x9, [x1, #{context_sp}]",
-        "mov sp, x9",
-        // Restore the resuming side from its stack.
-        "ldp d14, d15, [sp, #{d14}]",
-        "ldp d12, d13, [sp, #{d12}]",
-        "ldp d10, d11, [sp, #{d10}]",
-        "ldp d8, d9, [sp, #{d8}]",
-        "ldp x29, x30, [sp, #{x29}]",
-        "ldp x27, x28, [sp, #{x27}]",
-        "ldp x25, x26, [sp, #{x25}]",
-        "ldp x23, x24, [sp, #{x23}]",
-        "ldp x21, x22, [sp, #{x21}]",
-        "ldp x19, x20, [sp, #{x19}]",
-        "add sp, sp, #{frame_size}",
-        "ret",
-        frame_size = const FRAME_SIZE,
-        x19 = const offset_of!(SwitchFrame, x19),
-        x21 = const offset_of!(SwitchFrame, x21),
-        x23 = const offset_of!(SwitchFrame, x23),
-        x25 = const offset_of!(SwitchFrame, x25),
-        x27 = const offset_of!(SwitchFrame, x27),
-        x29 = const offset_of!(SwitchFrame, x29),
-        d8 = const offset_of!(SwitchFrame, d8),
-        d10 = const offset_of!(SwitchFrame, d10),
-        d12 = const offset_of!(SwitchFrame, d12),
-        d14 = const offset_of!(SwitchFrame, d14),
-        context_sp = const offset_of!(Context, sp),
-    )
+    swap_frames_then!("ret")
 }
 
 /// The scheduler side of the asymmetric pair ([`Arch::resume`]).
@@ -254,51 +265,8 @@ unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Cont
     //          control is at its x30.
     // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
     //          only caller-saved state: x9.
-    core::arch::naked_asm!(
-        // Save the scheduler onto its own stack.
-        "sub sp, sp, #{frame_size}",
-        "stp x19, x20, [sp, #{x19}]",
-        "stp x21, x22, [sp, #{x21}]",
-        "stp x23, x24, [sp, #{x23}]",
-        "stp x25, x26, [sp, #{x25}]",
-        "stp x27, x28, [sp, #{x27}]",
-        "stp x29, x30, [sp, #{x29}]",
-        "stp d8, d9, [sp, #{d8}]",
-        "stp d10, d11, [sp, #{d10}]",
-        "stp d12, d13, [sp, #{d12}]",
-        "stp d14, d15, [sp, #{d14}]",
-        // Swap stacks (sp cannot be the source of `str`, hence x9).
-        "mov x9, sp",
-        "str x9, [x0, #{context_sp}]",
-        "ldr x9, [x1, #{context_sp}]",
-        "mov sp, x9",
-        // Restore the target from its stack.
-        "ldp d14, d15, [sp, #{d14}]",
-        "ldp d12, d13, [sp, #{d12}]",
-        "ldp d10, d11, [sp, #{d10}]",
-        "ldp d8, d9, [sp, #{d8}]",
-        "ldp x29, x30, [sp, #{x29}]",
-        "ldp x27, x28, [sp, #{x27}]",
-        "ldp x25, x26, [sp, #{x25}]",
-        "ldp x23, x24, [sp, #{x23}]",
-        "ldp x21, x22, [sp, #{x21}]",
-        "ldp x19, x20, [sp, #{x19}]",
-        "add sp, sp, #{frame_size}",
-        // An indirect branch, not a return: `A` stays on the return stack.
-        "br x30",
-        frame_size = const FRAME_SIZE,
-        x19 = const offset_of!(SwitchFrame, x19),
-        x21 = const offset_of!(SwitchFrame, x21),
-        x23 = const offset_of!(SwitchFrame, x23),
-        x25 = const offset_of!(SwitchFrame, x25),
-        x27 = const offset_of!(SwitchFrame, x27),
-        x29 = const offset_of!(SwitchFrame, x29),
-        d8 = const offset_of!(SwitchFrame, d8),
-        d10 = const offset_of!(SwitchFrame, d10),
-        d12 = const offset_of!(SwitchFrame, d12),
-        d14 = const offset_of!(SwitchFrame, d14),
-        context_sp = const offset_of!(Context, sp),
-    )
+    // An indirect branch, not a return: `A` stays on the return stack.
+    swap_frames_then!("br x30")
 }
 
 /// First code a fresh context runs, reached by the `ret` of its first
