@@ -604,6 +604,23 @@ impl Shared {
         }
         let (reason, hooks, links, trap) = {
             let mut cold = slot.cold.lock();
+            if cold.on_death.is_empty() && cold.links.is_empty() && cold.trap.is_none() {
+                // Nobody to notify (the common case): everything the three
+                // steps below do under the lock happens in this one section.
+                cold.notified = true;
+                cold.finalized = true;
+                let joiners = core::mem::take(&mut cold.joiners);
+                let reclaim = !cold.handle;
+                drop(cold);
+                for (joiner, epoch) in joiners {
+                    self.unpark_at(joiner, epoch);
+                }
+                self.live.fetch_sub(1, Ordering::AcqRel);
+                if reclaim {
+                    self.reclaim(index, generation);
+                }
+                return;
+            }
             // The outcome was set (under this lock) by the exiting process;
             // from then on no death hook or link can be added.
             let outcome = cold.outcome.clone().unwrap_or(Outcome::Normal);
