@@ -19,8 +19,8 @@ use smarm_arch::aarch64_bare::core_index;
 use smarm_arch::{Arch, Native};
 use smarm_core::{
     channel, current_runtime, link, monitor, now, register, request_stop, select_timeout, sleep, spawn,
-    spawn_on, trap_exit, unregister, whereis, yield_now, DownReason, ExitSignal, Instant, JoinError, Pid,
-    RegisterError, Runtime,
+    spawn_on, trap_exit, unregister, whereis, yield_now, DownReason, ExitSignal, Instant, JoinError,
+    JoinHandle, Pid, Receiver, RegisterError, Runtime,
 };
 use smarm_platform::bare::Board;
 
@@ -52,6 +52,16 @@ where
         })
         .map_err(|error| format!("spawning the root process: {error}"))?;
     host::drive(&mut single)?;
+    root_verdict(&runtime, handle, &verdict_rx)
+}
+
+/// After a run: the root ended normally, sent its verdict, and every
+/// process and slot came back.
+fn root_verdict(
+    runtime: &Runtime,
+    handle: JoinHandle,
+    verdict_rx: &Receiver<Result<(), String>>,
+) -> Result<(), String> {
     match handle.try_join() {
         Some(Ok(())) => {}
         Some(Err(error)) => return Err(format!("the root process did not end normally: {error}")),
@@ -497,24 +507,7 @@ where
         }
     }
     ensure!(failures.is_empty(), "{}", failures.join("; "));
-    match handle.try_join() {
-        Some(Ok(())) => {}
-        Some(Err(error)) => return Err(format!("the root process did not end normally: {error}")),
-        None => return Err("the runtime finished with the root process unfinished".to_string()),
-    }
-    drop(handle);
-    let verdict = verdict_rx
-        .try_recv()
-        .map_err(|_| "the root process ended without sending its verdict".to_string())?;
-    verdict?;
-    ensure!(runtime.live() == 0, "{} processes still live after the run", runtime.live());
-    ensure!(
-        runtime.free_slots() == runtime.max_actors(),
-        "{} of {} slots free after every handle was dropped",
-        runtime.free_slots(),
-        runtime.max_actors()
-    );
-    Ok(())
+    root_verdict(&runtime, handle, &verdict_rx)
 }
 
 /// Scenario 8 (the SMP stretch): channel ping-pong, 10,000 round trips,
