@@ -75,6 +75,18 @@ impl Kids {
         })
     }
 
+    /// Starts a supervisor with `strategy` over the children `names`, in
+    /// order, and waits until every one has started.
+    fn start(&self, strategy: Strategy, names: &[&str], started: &Receiver<String>) -> SupervisorRef {
+        let sup = names
+            .iter()
+            .fold(Supervisor::new().strategy(strategy), |sup, name| sup.child(self.spec(name)))
+            .start()
+            .unwrap();
+        await_starts(started, names);
+        sup
+    }
+
     fn tell(&self, name: &str, cmd: Cmd) {
         let tx = self.commands.lock().unwrap().get(name).cloned().expect("no such child");
         tx.send(cmd).unwrap();
@@ -144,14 +156,7 @@ fn one_for_one(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {
         let (kids, started) = Kids::new(workers);
-        let sup = Supervisor::new()
-            .strategy(Strategy::OneForOne)
-            .child(kids.spec("a"))
-            .child(kids.spec("b"))
-            .child(kids.spec("c"))
-            .start()
-            .unwrap();
-        await_starts(&started, &["a", "b", "c"]);
+        let sup = kids.start(Strategy::OneForOne, &["a", "b", "c"], &started);
         assert_eq!(kids.take(), strings(&["start a", "start b", "start c"]));
         let before = pids(&sup);
         assert!(before.iter().all(Option::is_some));
@@ -175,14 +180,7 @@ fn one_for_all(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {
         let (kids, started) = Kids::new(workers);
-        let sup = Supervisor::new()
-            .strategy(Strategy::OneForAll)
-            .child(kids.spec("a"))
-            .child(kids.spec("b"))
-            .child(kids.spec("c"))
-            .start()
-            .unwrap();
-        await_starts(&started, &["a", "b", "c"]);
+        let sup = kids.start(Strategy::OneForAll, &["a", "b", "c"], &started);
         kids.take();
         let before = pids(&sup);
 
@@ -206,15 +204,7 @@ fn rest_for_one(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {
         let (kids, started) = Kids::new(workers);
-        let sup = Supervisor::new()
-            .strategy(Strategy::RestForOne)
-            .child(kids.spec("a"))
-            .child(kids.spec("b"))
-            .child(kids.spec("c"))
-            .child(kids.spec("d"))
-            .start()
-            .unwrap();
-        await_starts(&started, &["a", "b", "c", "d"]);
+        let sup = kids.start(Strategy::RestForOne, &["a", "b", "c", "d"], &started);
         kids.take();
         let before = pids(&sup);
 
