@@ -1,5 +1,5 @@
 //! ROADMAP v0.5 phase 4, the rings alone: the three wake-ring candidates of
-//! `smarm_core::ring` — [`MutexRing`], [`MpmcRing`] (Vyukov) and
+//! `smarm_core::ring` — [`LockedRing`], [`MpmcRing`] (Vyukov) and
 //! [`StripedRing`] — swept over 1, 2 and 4 threads, with nothing of the
 //! runtime around them.
 //!
@@ -21,7 +21,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use smarm_core::ring::{MpmcRing, MutexRing, Ring, StripedRing};
+use smarm_core::kernel::ring::{LockedRing, MpmcRing, Ring, StripedRing};
 
 mod common;
 
@@ -128,7 +128,7 @@ fn sweep(criterion: &mut Criterion) {
         let mut group = criterion.benchmark_group(format!("rq_micro/pairs/{threads}t"));
         common::short_iterations(&mut group);
         group.bench_function("mutex", |bencher| {
-            bencher.iter_custom(|n| pairs::<MutexRing<usize>>(threads, n))
+            bencher.iter_custom(|n| pairs::<LockedRing<usize>>(threads, n))
         });
         group.bench_function("mpmc", |bencher| bencher.iter_custom(|n| pairs::<MpmcRing<usize>>(threads, n)));
         group.bench_function("striped", |bencher| {
@@ -139,8 +139,9 @@ fn sweep(criterion: &mut Criterion) {
     for threads in [2, 4] {
         let mut group = criterion.benchmark_group(format!("rq_micro/mpsc/{threads}t"));
         common::short_iterations(&mut group);
-        group
-            .bench_function("mutex", |bencher| bencher.iter_custom(|n| mpsc::<MutexRing<usize>>(threads, n)));
+        group.bench_function("mutex", |bencher| {
+            bencher.iter_custom(|n| mpsc::<LockedRing<usize>>(threads, n))
+        });
         group.bench_function("mpmc", |bencher| bencher.iter_custom(|n| mpsc::<MpmcRing<usize>>(threads, n)));
         group.bench_function("striped", |bencher| {
             bencher.iter_custom(|n| mpsc::<StripedRing<usize>>(threads, n))

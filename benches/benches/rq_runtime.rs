@@ -2,7 +2,7 @@
 //! two-worker [`smarm::Engine`], measured with whichever ring this build's
 //! `rq-*` feature selected. `benches/run.sh` builds and runs this bench
 //! once per feature; each build names its results after the ring it really
-//! has (`smarm_core::ring::WakeRing`), so the runs sit side by side.
+//! has (`smarm_core::kernel::ring::WakeRing`), so the runs sit side by side.
 //!
 //! - `rq_runtime/yield_storm/<ring>`: 64 processes, 32 per worker, each
 //!   yielding 1,000 times.
@@ -32,7 +32,7 @@ const SPAWNS: usize = 10_000;
 /// The ring behind the wake rings in this build: `mutex`, `mpmc` or
 /// `striped`.
 fn ring_name() -> &'static str {
-    let name = std::any::type_name::<smarm_core::ring::WakeRing<u32>>();
+    let name = std::any::type_name::<smarm_core::kernel::ring::WakeRing<u32>>();
     ["mutex", "mpmc", "striped"]
         .into_iter()
         .find(|ring| name.contains(&format!("::{ring}::")))

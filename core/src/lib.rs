@@ -29,56 +29,35 @@ extern crate alloc;
 #[cfg(any(test, loom))]
 extern crate std;
 
-pub mod channel;
-pub mod config;
-pub mod error;
-pub mod gen_server;
-pub mod host;
-pub mod local;
-pub mod lock;
-pub mod monitor;
-pub mod mutex;
-pub mod pid;
-pub mod process;
-#[cfg(all(test, loom))]
-mod protocol_models;
-pub mod registry;
-pub mod ring;
-pub mod runtime;
-pub mod select;
-pub mod single;
-pub mod state;
-pub mod supervisor;
-pub(crate) mod sync;
-mod sync_once;
-pub mod time;
-pub mod timer;
-pub mod worker;
+pub mod kernel;
+pub mod otp;
+pub mod sync;
 
-pub use channel::{
-    bounded, channel, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender, TryRecvError,
-    TrySendError,
-};
-pub use config::{Config, ConfigError};
-pub use error::{JoinError, NoProc, NotInProcess, SpawnError};
-pub use gen_server::{CallError, GenServer, Server, ServerCtx, ServerRef, TerminateReason, Watcher};
-pub use host::{HostHooks, Outcome};
-pub use monitor::{
-    demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId,
-};
-pub use mutex::{LockError, Mutex, MutexGuard};
-pub use pid::Pid;
-pub use process::{
+pub use kernel::config::{Config, ConfigError};
+pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
+pub use kernel::host::{HostHooks, Outcome};
+pub use kernel::join::JoinHandle;
+pub use kernel::pid::Pid;
+pub use kernel::process::{
     begin_wait, check, current_runtime, current_worker, maybe_preempt, now, park, request_stop, retire_wait,
     self_pid, sleep, sleep_until, spawn, spawn_on, wake_at, yield_now, NoPreempt, Waker,
 };
-pub use registry::{name_of, register, unregister, whereis, RegisterError};
-pub use runtime::{Admin, BuildError, Drivers, JoinHandle, Runtime, RuntimeParts};
-pub use select::{select, select_timeout};
-pub use single::SingleThreadRuntime;
-pub use supervisor::{
+pub use kernel::runtime::{Admin, BuildError, Drivers, Runtime, RuntimeParts};
+pub use kernel::single::SingleThreadRuntime;
+pub use kernel::time::Instant;
+pub use kernel::worker::{abandon_current, StatsSnapshot, Worker};
+pub use otp::gen_server::{CallError, GenServer, Server, ServerCtx, ServerRef, TerminateReason, Watcher};
+pub use otp::monitor::{
+    demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId,
+};
+pub use otp::registry::{name_of, register, unregister, whereis, RegisterError};
+pub use otp::supervisor::{
     Child, ChildInfo, ChildSpec, Restart, Shutdown, StartError, Strategy, Supervisor, SupervisorError,
     SupervisorRef,
 };
-pub use time::Instant;
-pub use worker::{abandon_current, StatsSnapshot, Worker};
+pub use sync::channel::{
+    bounded, channel, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender, TryRecvError,
+    TrySendError,
+};
+pub use sync::mutex::{LockError, Mutex, MutexGuard};
+pub use sync::select::{select, select_timeout};

@@ -48,26 +48,25 @@ use std::sync::Arc;
 pub use alloc::PreemptingAlloc;
 pub use engine::{Builder, Engine};
 pub use host::StopSentinel;
-pub use smarm_core::local::ActorLocal;
+pub use smarm_core::otp::local::ActorLocal;
+/// Supervisors and gen_server (re-exported from `smarm-core`).
+pub use smarm_core::otp::{gen_server, supervisor};
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
     spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, Instant, JoinError,
     JoinHandle, NoPreempt, NoProc, NotInProcess, Outcome, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
 };
 /// Process primitives: channels, select, the actor mutex, monitors, links
-/// and the registry (re-exported from `smarm-core`; kept by the lead —
-/// please keep this block when editing the file).
+/// and the registry (re-exported from `smarm-core`).
 pub use smarm_core::{
     bounded, channel, demonitor, link, monitor, name_of, register, select, select_timeout, trap_exit, unlink,
     unregister, whereis, Down, DownReason, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard,
     Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError,
     TrySendError,
 };
-/// Supervisors and gen_server (re-exported from `smarm-core`).
 pub use smarm_core::{
-    gen_server, supervisor, CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx,
-    ServerRef, Shutdown, StartError, Strategy, Supervisor, SupervisorError, SupervisorRef, TerminateReason,
-    Watcher,
+    CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,
+    StartError, Strategy, Supervisor, SupervisorError, SupervisorRef, TerminateReason, Watcher,
 };
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
 

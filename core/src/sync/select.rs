@@ -1,6 +1,6 @@
 //! Waiting on several channels at once (ROADMAP v0.7 §3–4).
 //!
-//! `select` opens one wait, registers its [`Waker`](crate::process::Waker) in each arm in priority
+//! `select` opens one wait, registers its [`Waker`](crate::kernel::process::Waker) in each arm in priority
 //! order, and parks once. There is no cancellation pass: when one arm wins,
 //! the registrations left in the others carry a consumed epoch and are
 //! inert — the next send on them fires one failed CAS and moves on. When an
@@ -16,9 +16,9 @@
 
 use core::time::Duration;
 
-use crate::channel::Selectable;
-use crate::process;
-use crate::time::Instant;
+use crate::kernel::process;
+use crate::kernel::time::Instant;
+use crate::sync::channel::Selectable;
 
 fn first_ready(arms: &[&dyn Selectable]) -> Option<usize> {
     arms.iter().position(|arm| arm.is_ready())

@@ -23,10 +23,10 @@ use core::cell::RefCell;
 use core::fmt;
 use core::ptr;
 
-use crate::error::NotInProcess;
-use crate::process::NoPreempt;
-use crate::runtime::Shared;
-use crate::worker::current_core;
+use crate::kernel::error::NotInProcess;
+use crate::kernel::process::NoPreempt;
+use crate::kernel::runtime::Shared;
+use crate::kernel::worker::current_core;
 
 /// The running process's table of locals.
 type Locals = Vec<(usize, Box<dyn Any + Send>)>;

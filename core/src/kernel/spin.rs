@@ -6,7 +6,7 @@
 //! process must hold a preemption guard for the span of the guard: a holder
 //! switched out mid-section would stall every other contender.
 
-use crate::sync::{spin_loop, AtomicBool, Ordering, UnsafeCell};
+use crate::kernel::atomic::{spin_loop, AtomicBool, Ordering, UnsafeCell};
 
 /// A spin lock protecting a `T`.
 #[derive(Debug)]
@@ -136,8 +136,8 @@ impl<T> RuntimeMutex<T> {
 
     /// Takes the lock (preemption disabled until the guard drops).
     pub fn lock(&self) -> RuntimeGuard<'_, T> {
-        let preempt = crate::process::NoPreempt::new();
-        crate::worker::note_lock_acquired(preempt.core(), self.class);
+        let preempt = crate::kernel::process::NoPreempt::new();
+        crate::kernel::worker::note_lock_acquired(preempt.core(), self.class);
         RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: preempt }
     }
 
@@ -155,7 +155,7 @@ pub struct RuntimeGuard<'a, T> {
     class: LockClass,
     // Dropped after `guard` (fields drop in order): preemption comes back
     // only once the lock is free.
-    _preempt: crate::process::NoPreempt,
+    _preempt: crate::kernel::process::NoPreempt,
 }
 
 impl<T> core::ops::Deref for RuntimeGuard<'_, T> {
@@ -173,6 +173,6 @@ impl<T> core::ops::DerefMut for RuntimeGuard<'_, T> {
 
 impl<T> Drop for RuntimeGuard<'_, T> {
     fn drop(&mut self) {
-        crate::worker::note_lock_released(self._preempt.core(), self.class);
+        crate::kernel::worker::note_lock_released(self._preempt.core(), self.class);
     }
 }

@@ -16,12 +16,12 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use core::fmt;
 
-use crate::channel::{channel, Receiver, Sender};
-use crate::error::NoProc;
-use crate::host::Outcome;
-use crate::pid::Pid;
-use crate::runtime::{Runtime, Shared};
-use crate::sync::{spin_loop, AtomicU8, Ordering};
+use crate::kernel::atomic::{spin_loop, AtomicU8, Ordering};
+use crate::kernel::error::NoProc;
+use crate::kernel::host::Outcome;
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::{Runtime, Shared};
+use crate::sync::channel::{channel, Receiver, Sender};
 
 /// Why a process died, as its monitors and linked peers see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +167,7 @@ fn monitor_in(shared: &Arc<Shared>, target: Pid) -> Monitor {
 /// the returned monitor reports `NoProc` at once (there is no runtime to
 /// watch in).
 pub fn monitor(target: Pid) -> Monitor {
-    match crate::process::current_runtime() {
+    match crate::kernel::process::current_runtime() {
         Some(rt) => rt.monitor(target),
         None => {
             let (tx, rx) = channel();
@@ -201,15 +201,17 @@ pub fn demonitor(monitor: &Monitor) -> bool {
 /// Links the calling process with `peer` (see [`Runtime::link`]). Linking
 /// to a dead or stale pid is `Err(NoProc)`, as Erlang's `noproc`.
 pub fn link(peer: Pid) -> Result<(), NoProc> {
-    let me = crate::process::self_pid().ok_or(NoProc(peer))?;
-    let rt = crate::process::current_runtime().ok_or(NoProc(peer))?;
+    let me = crate::kernel::process::self_pid().ok_or(NoProc(peer))?;
+    let rt = crate::kernel::process::current_runtime().ok_or(NoProc(peer))?;
     rt.link(me, peer)
 }
 
 /// Removes the calling process's link with `peer`, if any: a death after
 /// this sends no signal either way.
 pub fn unlink(peer: Pid) {
-    if let (Some(me), Some(rt)) = (crate::process::self_pid(), crate::process::current_runtime()) {
+    if let (Some(me), Some(rt)) =
+        (crate::kernel::process::self_pid(), crate::kernel::process::current_runtime())
+    {
         rt.unlink(me, peer);
     }
 }
@@ -219,8 +221,8 @@ pub fn unlink(peer: Pid) {
 /// instead of stopping it. Calling it again replaces the receiver. `None`
 /// outside a process.
 pub fn trap_exit() -> Option<Receiver<ExitSignal>> {
-    let me = crate::process::self_pid()?;
-    let rt = crate::process::current_runtime()?;
+    let me = crate::kernel::process::self_pid()?;
+    let rt = crate::kernel::process::current_runtime()?;
     let (tx, rx) = channel();
     rt.shared.set_trap(me, tx).ok()?;
     Some(rx)

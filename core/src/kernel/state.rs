@@ -82,7 +82,7 @@
 
 use core::fmt;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::kernel::atomic::{AtomicU64, Ordering};
 
 /// Bits `0..8` of the word: the [`State`] as its `u8` discriminant.
 const STATE_MASK: u64 = 0xFF;

@@ -4,7 +4,7 @@ use alloc::string::String;
 use core::fmt;
 use smarm_platform::StackError;
 
-use crate::pid::Pid;
+use crate::kernel::pid::Pid;
 
 /// Why a spawn failed. Nothing was started; the closure was dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,7 +42,7 @@
 //! Relaxed there.
 
 use super::{CachePadded, Ring};
-use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
+use crate::kernel::atomic::{AtomicUsize, Ordering, UnsafeCell};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;

@@ -54,7 +54,7 @@
 //! supervisor process at every (re)start. It returns anything that becomes a
 //! [`Child`]: a [`JoinHandle`] (stopped with `request_stop`), a
 //! [`SupervisorRef`] (stopped gracefully, with its own ordered shutdown), a
-//! [`ServerRef`](crate::gen_server::ServerRef) (stopped gracefully, so its
+//! [`ServerRef`](crate::otp::gen_server::ServerRef) (stopped gracefully, so its
 //! `terminate` runs in order). A graceful stop that takes longer than the
 //! child's [`Shutdown`] timeout is escalated to `request_stop`.
 //!
@@ -71,14 +71,14 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-use crate::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
-use crate::error::{JoinError, SpawnError};
-use crate::monitor::{self, DownReason, ExitSignal, Monitor};
-use crate::pid::Pid;
-use crate::process;
-use crate::runtime::JoinHandle;
-use crate::select::select;
-use crate::time::Instant;
+use crate::kernel::error::{JoinError, SpawnError};
+use crate::kernel::join::JoinHandle;
+use crate::kernel::pid::Pid;
+use crate::kernel::process;
+use crate::kernel::time::Instant;
+use crate::otp::monitor::{self, DownReason, ExitSignal, Monitor};
+use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
+use crate::sync::select::select;
 
 /// Which siblings are cycled when a child is restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

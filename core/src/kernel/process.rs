@@ -18,15 +18,16 @@ use core::time::Duration;
 
 use smarm_arch::{Arch, Native};
 
-use crate::error::{NotInProcess, SpawnError};
-use crate::host::Outcome;
-use crate::pid::Pid;
-use crate::runtime::{JoinHandle, Shared, Slot, STOP_RAISED, STOP_REQUESTED};
-use crate::state::Park;
-use crate::sync::Ordering;
-use crate::time::Instant;
-use crate::timer::TimerReason;
-use crate::worker::{abandon_current, current_core, SwitchReason, WorkerCore};
+use crate::kernel::atomic::Ordering;
+use crate::kernel::error::{NotInProcess, SpawnError};
+use crate::kernel::host::Outcome;
+use crate::kernel::join::JoinHandle;
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::{Shared, Slot, STOP_RAISED, STOP_REQUESTED};
+use crate::kernel::state::Park;
+use crate::kernel::time::Instant;
+use crate::kernel::timer::TimerReason;
+use crate::kernel::worker::{abandon_current, current_core, SwitchReason, WorkerCore};
 
 /// Disables preemption on the calling worker for its lifetime; nests.
 /// Every runtime critical section holds one: a process preempted while
@@ -360,8 +361,8 @@ pub fn spawn_on<F: FnOnce() + Send + 'static>(worker: usize, f: F) -> Result<Joi
 
 /// Asks `pid` (of the caller's runtime) to stop. See
 /// [`Runtime::request_stop`](crate::Runtime::request_stop).
-pub fn request_stop(pid: Pid) -> Result<(), crate::error::NoProc> {
-    let core = current_core().ok_or(crate::error::NoProc(pid))?;
+pub fn request_stop(pid: Pid) -> Result<(), crate::kernel::error::NoProc> {
+    let core = current_core().ok_or(crate::kernel::error::NoProc(pid))?;
     shared_arc(core).request_stop(pid)
 }
 

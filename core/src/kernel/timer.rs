@@ -11,7 +11,7 @@ use core::cmp::Ordering;
 
 use smarm_platform::Nanos;
 
-use crate::pid::Pid;
+use crate::kernel::pid::Pid;
 
 /// Why a timer was set (kept for tracing and statistics; every reason
 /// fires the same way: an epoch-stamped wake).

@@ -4,8 +4,8 @@
 
 use alloc::vec::Vec;
 
-use crate::runtime::{Runtime, RuntimeParts};
-use crate::worker::Worker;
+use crate::kernel::runtime::{Runtime, RuntimeParts};
+use crate::kernel::worker::Worker;
 
 /// Drives all workers of a runtime from the calling thread.
 ///

@@ -17,11 +17,11 @@ use core::ptr::{self, NonNull};
 use smarm_arch::{Arch, Context, Native};
 use smarm_platform::Nanos;
 
-use crate::host::Outcome;
-use crate::pid::Pid;
-use crate::runtime::{Admin, Shared};
-use crate::sync::{AtomicU64, Ordering};
-use crate::timer::Timers;
+use crate::kernel::atomic::{AtomicU64, Ordering};
+use crate::kernel::host::Outcome;
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::{Admin, Shared};
+use crate::kernel::timer::Timers;
 
 /// Why a process switched back to its worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +254,7 @@ unsafe fn pass(core: *mut WorkerCore) -> bool {
             // SAFETY: as above.
             unsafe {
                 (*core).stats.timers_fired += 1;
-                if entry.reason == crate::timer::TimerReason::WaitTimeout {
+                if entry.reason == crate::kernel::timer::TimerReason::WaitTimeout {
                     (*core).stats.timeouts_fired += 1;
                 }
             }
@@ -372,7 +372,7 @@ pub(crate) fn current_core_of(shared: &Shared, worker: usize) -> Option<*mut Wor
 
 /// The calling thread's current worker core, if a pass is running on it.
 pub(crate) fn current_core() -> Option<*mut WorkerCore> {
-    let hooks = crate::host::hooks()?;
+    let hooks = crate::kernel::host::hooks()?;
     let p = (hooks.get_current)() as *mut WorkerCore;
     (!p.is_null()).then_some(p)
 }
@@ -454,7 +454,7 @@ pub fn abandon_current(outcome: Outcome) {
 /// null off a worker) and checks the lock order (Leaf → Channel, at most one
 /// of each). Bookkeeping only in debug builds.
 #[inline]
-pub(crate) fn note_lock_acquired(core: *mut WorkerCore, class: crate::lock::LockClass) {
+pub(crate) fn note_lock_acquired(core: *mut WorkerCore, class: crate::kernel::spin::LockClass) {
     if !cfg!(debug_assertions) || core.is_null() {
         return;
     }
@@ -462,14 +462,14 @@ pub(crate) fn note_lock_acquired(core: *mut WorkerCore, class: crate::lock::Lock
     // core, live for the enclosing pass; no reference into it is held.
     unsafe {
         match class {
-            crate::lock::LockClass::Leaf => {
+            crate::kernel::spin::LockClass::Leaf => {
                 debug_assert!(
                     (*core).held_leaf == 0 && (*core).held_channel == 0,
                     "lock order: a leaf lock taken under another leaf or a channel lock"
                 );
                 (*core).held_leaf += 1;
             }
-            crate::lock::LockClass::Channel => {
+            crate::kernel::spin::LockClass::Channel => {
                 debug_assert!((*core).held_channel == 0, "lock order: a channel lock taken under another");
                 (*core).held_channel += 1;
             }
@@ -479,15 +479,17 @@ pub(crate) fn note_lock_acquired(core: *mut WorkerCore, class: crate::lock::Lock
 
 /// Records a runtime lock release on `core` (debug builds only).
 #[inline]
-pub(crate) fn note_lock_released(core: *mut WorkerCore, class: crate::lock::LockClass) {
+pub(crate) fn note_lock_released(core: *mut WorkerCore, class: crate::kernel::spin::LockClass) {
     if !cfg!(debug_assertions) || core.is_null() {
         return;
     }
     // SAFETY: as in `note_lock_acquired`.
     unsafe {
         match class {
-            crate::lock::LockClass::Leaf => (*core).held_leaf = (*core).held_leaf.saturating_sub(1),
-            crate::lock::LockClass::Channel => (*core).held_channel = (*core).held_channel.saturating_sub(1),
+            crate::kernel::spin::LockClass::Leaf => (*core).held_leaf = (*core).held_leaf.saturating_sub(1),
+            crate::kernel::spin::LockClass::Channel => {
+                (*core).held_channel = (*core).held_channel.saturating_sub(1)
+            }
         }
     }
 }

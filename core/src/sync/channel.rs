@@ -20,10 +20,10 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
-use crate::lock::RuntimeMutex;
-use crate::process::{self, Waker};
-use crate::sync::{AtomicUsize, Ordering};
-use crate::time::Instant;
+use crate::kernel::atomic::{AtomicUsize, Ordering};
+use crate::kernel::process::{self, Waker};
+use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::time::Instant;
 
 struct Inner<T> {
     queue: VecDeque<T>,
@@ -466,7 +466,7 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
-/// One arm of a [`select`](crate::select::select): something a process can
+/// One arm of a [`select`](crate::sync::select::select): something a process can
 /// wait on alongside others.
 pub trait Selectable {
     /// Whether a `try_recv` would return at once (a message, or the

@@ -33,7 +33,7 @@ pub struct HostHooks {
     /// Runs a process body and reports how it ended. Hosted: under
     /// `catch_unwind`, mapping the stop sentinel to `Outcome::Stopped`. A
     /// host without unwinding calls the body and returns `Normal`; its panic
-    /// handler uses [`crate::abandon_current`].
+    /// handler uses [`crate::kernel::worker::abandon_current`].
     pub run_process: fn(Box<dyn FnOnce() + Send>) -> Outcome,
     /// Ends the running process because a stop was requested. Hosted:
     /// unwinds with the stop sentinel (destructors run). Bare: abandons the
@@ -41,7 +41,7 @@ pub struct HostHooks {
     pub raise_stop: fn() -> !,
 }
 
-static HOOKS: crate::sync_once::OnceRef<HostHooks> = crate::sync_once::OnceRef::new();
+static HOOKS: crate::kernel::once::OnceRef<HostHooks> = crate::kernel::once::OnceRef::new();
 
 /// Installs the host's hooks. The first call wins; later calls with other
 /// hooks are ignored and return `false`.

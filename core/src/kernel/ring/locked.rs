@@ -11,21 +11,21 @@
 //! switched out mid-section stalls every other thread on the lock.
 
 use super::Ring;
-use crate::lock::SpinLock;
+use crate::kernel::spin::SpinLock;
 use alloc::collections::VecDeque;
 use core::fmt;
 
 /// A bounded FIFO queue under a spin lock; see the [module docs](self).
-pub struct MutexRing<T> {
+pub struct LockedRing<T> {
     queue: SpinLock<VecDeque<T>>,
     capacity: usize,
 }
 
-impl<T> MutexRing<T> {
+impl<T> LockedRing<T> {
     /// A ring holding exactly `capacity` values (no rounding).
     #[must_use]
     pub fn new(capacity: usize) -> Self {
-        MutexRing { queue: SpinLock::new(VecDeque::with_capacity(capacity)), capacity }
+        LockedRing { queue: SpinLock::new(VecDeque::with_capacity(capacity)), capacity }
     }
 
     /// How many values the ring holds when full.
@@ -55,26 +55,26 @@ impl<T> MutexRing<T> {
     }
 }
 
-impl<T> fmt::Debug for MutexRing<T> {
+impl<T> fmt::Debug for LockedRing<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // `try_lock`: formatting must not spin on a held lock.
         let len = self.queue.try_lock().map(|queue| queue.len());
-        f.debug_struct("MutexRing").field("capacity", &self.capacity).field("len", &len).finish()
+        f.debug_struct("LockedRing").field("capacity", &self.capacity).field("len", &len).finish()
     }
 }
 
-impl<T: Send> Ring<T> for MutexRing<T> {
+impl<T: Send> Ring<T> for LockedRing<T> {
     fn with_capacity(capacity: usize) -> Self {
-        MutexRing::new(capacity)
+        LockedRing::new(capacity)
     }
     fn capacity(&self) -> usize {
-        MutexRing::capacity(self)
+        LockedRing::capacity(self)
     }
     fn push(&self, value: T) -> Result<(), T> {
-        MutexRing::push(self, value)
+        LockedRing::push(self, value)
     }
     fn pop(&self) -> Option<T> {
-        MutexRing::pop(self)
+        LockedRing::pop(self)
     }
 }
 
@@ -82,44 +82,44 @@ impl<T: Send> Ring<T> for MutexRing<T> {
 mod tests {
     use super::super::contract;
     use super::*;
-    use crate::sync::AtomicUsize;
+    use crate::kernel::atomic::AtomicUsize;
     use alloc::vec::Vec;
 
     #[test]
     fn capacity_is_exact() {
-        assert_eq!(MutexRing::<u8>::new(0).capacity(), 0);
-        assert_eq!(MutexRing::<u8>::new(5).capacity(), 5);
-        assert_eq!(MutexRing::<u8>::new(0).push(1), Err(1));
+        assert_eq!(LockedRing::<u8>::new(0).capacity(), 0);
+        assert_eq!(LockedRing::<u8>::new(5).capacity(), 5);
+        assert_eq!(LockedRing::<u8>::new(0).push(1), Err(1));
     }
 
     #[test]
     fn fifo() {
-        let ring = MutexRing::new(5);
+        let ring = LockedRing::new(5);
         let out = contract::full_returns_value(&ring);
         assert_eq!(out, (0..5).collect::<Vec<_>>());
     }
 
     #[test]
     fn full_returns_value() {
-        let ring = MutexRing::new(3);
+        let ring = LockedRing::new(3);
         contract::full_returns_value(&ring);
         contract::full_returns_value(&ring);
     }
 
     #[test]
     fn empty_returns_none() {
-        contract::empty_returns_none(&MutexRing::new(1));
+        contract::empty_returns_none(&LockedRing::new(1));
     }
 
     #[test]
     fn wraparound() {
-        contract::wraparound(&MutexRing::new(1), true);
-        contract::wraparound(&MutexRing::new(7), true);
+        contract::wraparound(&LockedRing::new(1), true);
+        contract::wraparound(&LockedRing::new(7), true);
     }
 
     #[test]
     fn push_never_allocates_past_capacity() {
-        let ring = MutexRing::new(8);
+        let ring = LockedRing::new(8);
         let allocated = ring.queue.lock().capacity();
         contract::wraparound(&ring, true);
         assert_eq!(ring.queue.lock().capacity(), allocated);
@@ -128,12 +128,12 @@ mod tests {
     #[test]
     fn drop_drops_remaining_once() {
         let drops = AtomicUsize::new(0);
-        contract::drop_drains(MutexRing::new(4), &drops);
+        contract::drop_drains(LockedRing::new(4), &drops);
     }
 
     #[test]
     fn stress_mutex() {
-        contract::stress(&MutexRing::new(64), true);
+        contract::stress(&LockedRing::new(64), true);
     }
 }
 
@@ -160,7 +160,7 @@ mod loom_tests {
     #[test]
     fn mutex_push_pop_race() {
         loom::model(|| {
-            let ring = Arc::new(MutexRing::new(1));
+            let ring = Arc::new(LockedRing::new(1));
             let producer = {
                 let ring = ring.clone();
                 thread::spawn(move || [ring.push(1), ring.push(2)])
@@ -190,7 +190,7 @@ mod loom_tests {
     #[test]
     fn mutex_two_producers_race() {
         loom::model(|| {
-            let ring = Arc::new(MutexRing::new(2));
+            let ring = Arc::new(LockedRing::new(2));
             ring.push(0).expect("empty ring");
             let spawn_push = |value: usize| {
                 let ring = ring.clone();

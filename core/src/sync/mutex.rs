@@ -14,10 +14,10 @@ use core::fmt;
 use core::ops::{Deref, DerefMut};
 use core::time::Duration;
 
-use crate::lock::RuntimeMutex;
-use crate::pid::Pid;
-use crate::process::{self, Waker};
-use crate::time::Instant;
+use crate::kernel::pid::Pid;
+use crate::kernel::process::{self, Waker};
+use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::time::Instant;
 
 struct LockState {
     locked: bool,

@@ -10,8 +10,8 @@ use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use core::fmt;
 
-use crate::pid::Pid;
-use crate::runtime::{Runtime, Shared};
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::{Runtime, Shared};
 
 /// The two maps, kept exact inverses of each other.
 #[derive(Debug, Default)]
@@ -139,20 +139,20 @@ impl Runtime {
 
 /// Binds `name` to `pid` in the calling process's runtime.
 pub fn register(name: &str, pid: Pid) -> Result<(), RegisterError> {
-    crate::process::current_runtime().ok_or(RegisterError::NotInProcess)?.register(name, pid)
+    crate::kernel::process::current_runtime().ok_or(RegisterError::NotInProcess)?.register(name, pid)
 }
 
 /// The live process bound to `name` in the calling process's runtime.
 pub fn whereis(name: &str) -> Option<Pid> {
-    crate::process::current_runtime()?.whereis(name)
+    crate::kernel::process::current_runtime()?.whereis(name)
 }
 
 /// Removes `name`'s binding in the calling process's runtime.
 pub fn unregister(name: &str) -> Option<Pid> {
-    crate::process::current_runtime()?.unregister(name)
+    crate::kernel::process::current_runtime()?.unregister(name)
 }
 
 /// The name bound to `pid` in the calling process's runtime.
 pub fn name_of(pid: Pid) -> Option<String> {
-    crate::process::current_runtime()?.name_of(pid)
+    crate::kernel::process::current_runtime()?.name_of(pid)
 }

@@ -22,8 +22,8 @@ use alloc::collections::VecDeque;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::lock::SpinLock;
-use crate::state::{Park, StateWord, Unpark};
+use crate::kernel::spin::SpinLock;
+use crate::kernel::state::{Park, StateWord, Unpark};
 
 const G: u32 = 3;
 

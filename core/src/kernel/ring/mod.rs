@@ -7,7 +7,7 @@
 //!
 //! | feature      | type                     | order                    |
 //! |--------------|--------------------------|--------------------------|
-//! | `rq-mutex`   | [`MutexRing`]            | FIFO                     |
+//! | `rq-mutex`   | [`LockedRing`]            | FIFO                     |
 //! | `rq-mpmc`    | [`MpmcRing`] (default)   | FIFO                     |
 //! | `rq-striped` | [`StripedRing`]          | FIFO per stripe only     |
 //!
@@ -31,7 +31,7 @@
 //!
 //! The argument needs one property from each implementation: **a push
 //! returns `Err` only if, at some instant during the call, `capacity()`
-//! values occupied the ring.** [`MutexRing`] has it trivially. [`MpmcRing`]
+//! values occupied the ring.** [`LockedRing`] has it trivially. [`MpmcRing`]
 //! and [`StripedRing`] have it when each ring has one consumer (a worker
 //! drains only its own wake ring): with several consumers, a consumer
 //! stalled mid-pop pins its cell while later cells are freed, and a push can
@@ -45,7 +45,7 @@
 //! then publish the value); a process preempted between them leaves its cell
 //! unpublished, and every consumer behind that cell sees an empty ring until
 //! the process runs again — which, if the stalled process is waiting to be
-//! popped from this very ring, is never. [`MutexRing`] has the same hazard in
+//! popped from this very ring, is never. [`LockedRing`] has the same hazard in
 //! the form of a held spin lock.
 //!
 //! # Non-blocking contract
@@ -58,12 +58,12 @@
 
 use core::ops::{Deref, DerefMut};
 
+pub mod locked;
 pub mod mpmc;
-pub mod mutex;
 pub mod striped;
 
+pub use locked::LockedRing;
 pub use mpmc::MpmcRing;
-pub use mutex::MutexRing;
 pub use striped::StripedRing;
 
 /// A bounded multi-producer multi-consumer queue that never blocks.
@@ -105,7 +105,7 @@ cfg_if::cfg_if! {
     } else if #[cfg(feature = "rq-mutex")] {
         /// The ring behind every worker's wake ring, chosen by the `rq-*`
         /// features (here: `rq-mutex`).
-        pub type WakeRing<T> = MutexRing<T>;
+        pub type WakeRing<T> = LockedRing<T>;
     } else {
         /// The ring behind every worker's wake ring, chosen by the `rq-*`
         /// features (here: none, so the default `rq-mpmc`).
@@ -142,7 +142,7 @@ impl<T> DerefMut for CachePadded<T> {
 #[cfg(all(test, not(loom)))]
 pub(crate) mod contract {
     use super::Ring;
-    use crate::sync::{AtomicUsize, Ordering};
+    use crate::kernel::atomic::{AtomicUsize, Ordering};
     use alloc::vec::Vec;
 
     /// Counts how many times a value is dropped.
@@ -382,7 +382,7 @@ mod tests {
         } else if cfg!(feature = "rq-mpmc") || !cfg!(feature = "rq-mutex") {
             name::<MpmcRing<u32>>()
         } else {
-            name::<MutexRing<u32>>()
+            name::<LockedRing<u32>>()
         };
         assert_eq!(name::<WakeRing<u32>>(), expected);
     }

@@ -21,19 +21,20 @@ use core::fmt;
 use smarm_arch::{Arch, Context, Native};
 use smarm_platform::{ParkToken, Platform, Stack};
 
-use crate::channel::Sender;
-use crate::config::{Config, ConfigError};
-use crate::error::{JoinError, NoProc, SpawnError};
-use crate::host::{self, HostHooks, Outcome};
-use crate::lock::RuntimeMutex;
-use crate::monitor::{DownReason, ExitSignal, LinkAction};
-use crate::pid::Pid;
-use crate::process;
-use crate::registry::Registry;
-use crate::ring::{MutexRing, Ring, WakeRing};
-use crate::state::{State, StateWord, Unpark};
-use crate::sync::{AtomicU8, AtomicUsize, Ordering};
-use crate::worker::{Worker, WorkerStats};
+use crate::kernel::atomic::{AtomicU8, AtomicUsize, Ordering};
+use crate::kernel::config::{Config, ConfigError};
+use crate::kernel::error::{NoProc, SpawnError};
+use crate::kernel::host::{self, HostHooks, Outcome};
+use crate::kernel::join::JoinHandle;
+use crate::kernel::pid::Pid;
+use crate::kernel::process;
+use crate::kernel::ring::{LockedRing, Ring, WakeRing};
+use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::state::{State, StateWord, Unpark};
+use crate::kernel::worker::{Worker, WorkerStats};
+use crate::otp::monitor::{DownReason, ExitSignal, LinkAction};
+use crate::otp::registry::Registry;
+use crate::sync::channel::Sender;
 
 /// A boxed process body.
 pub(crate) type Entry = Box<dyn FnOnce() + Send + 'static>;
@@ -159,7 +160,7 @@ pub(crate) struct WorkerShared {
     /// Spawns from outside the worker: slot indices claimed `Queued`.
     pub(crate) spawn: WakeRing<u32>,
     /// Administrative commands.
-    pub(crate) admin: MutexRing<Admin>,
+    pub(crate) admin: LockedRing<Admin>,
     /// Commands pushed into `admin` and not yet taken: lets a pass skip the
     /// admin ring's lock when it is empty (the common case).
     pub(crate) admin_pending: AtomicUsize,
@@ -205,7 +206,7 @@ pub(crate) struct Shared {
     rr: AtomicUsize,
     /// `config.timeslice` in `Arch::timestamp` ticks.
     pub(crate) timeslice_ticks: u64,
-    next_monitor: crate::sync::AtomicU64,
+    next_monitor: crate::kernel::atomic::AtomicU64,
     /// Registered names (a leaf lock).
     pub(crate) registry: RuntimeMutex<Registry>,
 }
@@ -283,7 +284,7 @@ impl RuntimeParts {
             .map(|id| WorkerShared {
                 wake: WakeRing::with_capacity(n),
                 spawn: WakeRing::with_capacity(n),
-                admin: MutexRing::with_capacity(64),
+                admin: LockedRing::with_capacity(64),
                 admin_pending: AtomicUsize::new(0),
                 token: if drivers == Drivers::Single { 0 } else { id },
                 stats: WorkerStats::default(),
@@ -304,7 +305,7 @@ impl RuntimeParts {
             external: AtomicUsize::new(0),
             rr: AtomicUsize::new(0),
             timeslice_ticks,
-            next_monitor: crate::sync::AtomicU64::new(1),
+            next_monitor: crate::kernel::atomic::AtomicU64::new(1),
             registry: RuntimeMutex::leaf(Registry::default()),
         });
         let workers = (0..shared.workers.len()).map(|id| Worker::new(id, shared.clone())).collect();
@@ -343,6 +344,11 @@ impl Shared {
     /// checked by each transition, atomically).
     pub(crate) fn slot(&self, index: u32) -> Option<&Slot> {
         self.slots.get(index as usize)
+    }
+
+    /// The slot of a pid this runtime handed out (its index is in range).
+    pub(crate) fn slot_of(&self, pid: Pid) -> &Slot {
+        &self.slots[pid.index() as usize]
     }
 
     pub(crate) fn live(&self) -> usize {
@@ -394,14 +400,14 @@ impl Shared {
         self.live.fetch_add(1, Ordering::AcqRel);
         let pid = Pid::from_parts(index, generation);
         self.route_spawn(worker, index);
-        Ok(JoinHandle { pid, shared: self.clone() })
+        Ok(JoinHandle::new(pid, self.clone()))
     }
 
     fn route_spawn(&self, worker: usize, index: u32) {
-        if let Some(core) = crate::worker::current_core_of(self, worker) {
+        if let Some(core) = crate::kernel::worker::current_core_of(self, worker) {
             // SAFETY: `current_core_of` returned the calling driver's own
             // worker, which is not borrowed across this call.
-            unsafe { crate::worker::push_spawned(core, index) };
+            unsafe { crate::kernel::worker::push_spawned(core, index) };
             return;
         }
         let ring = &self.workers[worker].spawn;
@@ -429,7 +435,7 @@ impl Shared {
     /// platform when the pool is full.
     pub(crate) fn recycle_stack(&self, stack: Stack) {
         let mut pool = self.stacks.lock();
-        if pool.len() < self.config.stack_pool_max.unwrap_or(crate::config::DEFAULT_STACK_POOL_MAX) {
+        if pool.len() < self.config.stack_pool_max.unwrap_or(crate::kernel::config::DEFAULT_STACK_POOL_MAX) {
             pool.push(stack);
             drop(pool);
         } else {
@@ -466,10 +472,10 @@ impl Shared {
     /// local ready queue when we are its driver, else its wake ring.
     fn enqueue(&self, slot: &Slot, index: u32) {
         let worker = slot.worker.load(Ordering::Relaxed);
-        if let Some(core) = crate::worker::current_core_of(self, worker) {
+        if let Some(core) = crate::kernel::worker::current_core_of(self, worker) {
             // SAFETY: the calling driver's own worker, not borrowed across
             // this call.
-            unsafe { crate::worker::push_ready(core, index) };
+            unsafe { crate::kernel::worker::push_ready(core, index) };
             return;
         }
         // Preemption disabled across the push (see `route_spawn`).
@@ -671,7 +677,7 @@ impl Shared {
     }
 
     /// Returns a finalized slot with no outstanding handle to the free list.
-    fn reclaim(&self, index: u32, generation: u32) {
+    pub(crate) fn reclaim(&self, index: u32, generation: u32) {
         let slot = &self.slots[index as usize];
         {
             let mut cold = slot.cold.lock();
@@ -815,7 +821,7 @@ impl Runtime {
     }
 
     /// Statistics of worker `worker`, as of its last completed pass.
-    pub fn stats(&self, worker: usize) -> crate::worker::StatsSnapshot {
+    pub fn stats(&self, worker: usize) -> crate::kernel::worker::StatsSnapshot {
         self.shared.workers[worker].stats.snapshot()
     }
 
@@ -857,86 +863,5 @@ impl Runtime {
     /// Capacity of the slab.
     pub fn max_actors(&self) -> usize {
         self.shared.slots.len()
-    }
-}
-
-/// Owns the right to a process's outcome. Dropping it detaches the
-/// process; the slot is reclaimed once the process is finalized and no
-/// handle remains.
-#[derive(Debug)]
-pub struct JoinHandle {
-    pid: Pid,
-    shared: Arc<Shared>,
-}
-
-impl JoinHandle {
-    /// The process's pid.
-    pub fn pid(&self) -> Pid {
-        self.pid
-    }
-
-    /// Whether the process has ended (its outcome is known and its death
-    /// notifications are delivered).
-    pub fn is_finished(&self) -> bool {
-        let slot = &self.shared.slots[self.pid.index() as usize];
-        let finished = slot.cold.lock().notified;
-        finished
-    }
-
-    /// The outcome without waiting: `None` while the process runs (or
-    /// until its death notifications are delivered).
-    pub fn try_join(&self) -> Option<Result<(), JoinError>> {
-        let slot = &self.shared.slots[self.pid.index() as usize];
-        let cold = slot.cold.lock();
-        cold.outcome.as_ref().filter(|_| cold.notified).map(outcome_to_result)
-    }
-
-    /// Parks the calling process until this one ends and its death
-    /// notifications (monitor Downs, link signals) are delivered. `Ok(())`
-    /// for a normal exit and for a stopped process; `Err(Panicked(message))`
-    /// for a panic. Outside a process: `Err(NotInProcess)` unless already
-    /// finished.
-    pub fn join(self) -> Result<(), JoinError> {
-        let slot = &self.shared.slots[self.pid.index() as usize];
-        loop {
-            let wait = process::begin_wait().ok();
-            {
-                let mut cold = slot.cold.lock();
-                if let Some(outcome) = cold.outcome.as_ref().filter(|_| cold.notified) {
-                    let result = outcome_to_result(outcome);
-                    drop(cold);
-                    if wait.is_some() {
-                        process::retire_wait();
-                    }
-                    return result;
-                }
-                match wait {
-                    Some(wait) => cold.joiners.push((wait.pid(), wait.epoch())),
-                    None => return Err(JoinError::NotInProcess),
-                }
-            }
-            process::park();
-        }
-    }
-}
-
-fn outcome_to_result(outcome: &Outcome) -> Result<(), JoinError> {
-    match outcome {
-        Outcome::Normal | Outcome::Stopped => Ok(()),
-        Outcome::Panicked(message) => Err(JoinError::Panicked(message.clone())),
-    }
-}
-
-impl Drop for JoinHandle {
-    fn drop(&mut self) {
-        let slot = &self.shared.slots[self.pid.index() as usize];
-        let reclaim = {
-            let mut cold = slot.cold.lock();
-            cold.handle = false;
-            cold.finalized
-        };
-        if reclaim {
-            self.shared.reclaim(self.pid.index(), self.pid.generation());
-        }
     }
 }

@@ -37,13 +37,15 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-use crate::channel::{channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError};
-use crate::error::{NoProc, SpawnError};
-use crate::monitor::{self, Down, Monitor, MonitorId};
-use crate::pid::Pid;
-use crate::process;
-use crate::select::select;
-use crate::supervisor::{self, Child, Shutdown, StartError, SupervisorError, SupervisorRef};
+use crate::kernel::error::{NoProc, SpawnError};
+use crate::kernel::pid::Pid;
+use crate::kernel::process;
+use crate::otp::monitor::{self, Down, Monitor, MonitorId};
+use crate::otp::supervisor::{self, Child, Shutdown, StartError, SupervisorError, SupervisorRef};
+use crate::sync::channel::{
+    channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError,
+};
+use crate::sync::select::select;
 
 /// A server's behaviour. The state is `self`; the handlers run in the
 /// server process, one message at a time.

@@ -33,7 +33,7 @@
 //! so a push still never waits for another thread.
 
 use super::{CachePadded, MpmcRing, Ring};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::kernel::atomic::{AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;

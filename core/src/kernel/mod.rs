@@ -1,0 +1,27 @@
+//! The scheduler kernel: slots and pids, state words, workers and their
+//! passes, rings, timers, processes and the wait protocol, preemption
+//! guards, the runtime spin lock, the host seam and configuration.
+//!
+//! The bottom layer of the core. It imports nothing from the `sync` or
+//! `otp` layers; everything above is a client of what it exports —
+//! the wait protocol ([`process::begin_wait`], [`process::park`]), death
+//! hooks, and per-runtime extension slots.
+
+pub(crate) mod atomic;
+pub mod config;
+pub mod error;
+pub mod host;
+pub mod join;
+pub(crate) mod once;
+pub mod pid;
+pub mod process;
+#[cfg(all(test, loom))]
+mod protocol_models;
+pub mod ring;
+pub mod runtime;
+pub mod single;
+pub mod spin;
+pub mod state;
+pub mod time;
+pub mod timer;
+pub mod worker;
