@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test smarm has, on a fresh machine as on a developer's:
 #   1. installs what is missing (rustup targets and components, Debian packages);
+#      then format and the core's layer rule (scripts/check-layers.sh);
 #   2. host tests (unit, integration, doc) for the whole workspace;
 #   3. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
 #   4. the aarch64 suite under qemu-aarch64 (user mode);
@@ -34,6 +35,10 @@ fi
 
 step "format"
 cargo fmt --all --check
+(cd qemu/image && cargo fmt --check)
+
+step "core layers: kernel <- sync <- otp (one-way imports)"
+scripts/check-layers.sh
 
 step "host tests (x86_64)"
 cargo test --workspace --exclude smarm-benches

@@ -9,7 +9,7 @@
 //!
 //! Design principles:
 //! - **One word per process.** A slot's state, epoch and generation live in
-//!   one `AtomicU64` ([`state::StateWord`]); every transition is one CAS
+//!   one `AtomicU64` ([`kernel::state::StateWord`]); every transition is one CAS
 //!   that checks its precondition, the generation included.
 //! - **Wakes are precise.** Every wake is stamped with the wait's epoch and
 //!   consumes it; the only wildcard wake is the terminal `request_stop`.
@@ -19,7 +19,7 @@
 //!   typed errors, never panics.
 //! - **No OS.** Nothing here names a thread or an OS: time, stacks and
 //!   parking come from [`smarm_platform::Platform`], the current worker and
-//!   panic capture from the host's [`host::HostHooks`].
+//!   panic capture from the host's [`HostHooks`].
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -35,21 +35,22 @@ pub mod sync;
 
 pub use kernel::config::{Config, ConfigError};
 pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
-pub use kernel::host::{HostHooks, Outcome};
+pub use kernel::exit::ExitReason;
+pub use kernel::host::HostHooks;
 pub use kernel::join::JoinHandle;
 pub use kernel::pid::Pid;
+pub use kernel::preempt::NoPreempt;
 pub use kernel::process::{
     begin_wait, check, current_runtime, current_worker, maybe_preempt, now, park, request_stop, retire_wait,
-    self_pid, sleep, sleep_until, spawn, spawn_on, wake_at, yield_now, NoPreempt, Waker,
+    self_pid, sleep, sleep_until, spawn, spawn_on, wake_at, yield_now, Waker,
 };
 pub use kernel::runtime::{Admin, BuildError, Drivers, Runtime, RuntimeParts};
 pub use kernel::single::SingleThreadRuntime;
 pub use kernel::time::Instant;
 pub use kernel::worker::{abandon_current, StatsSnapshot, Worker};
 pub use otp::gen_server::{CallError, GenServer, Server, ServerCtx, ServerRef, TerminateReason, Watcher};
-pub use otp::monitor::{
-    demonitor, link, monitor, trap_exit, unlink, Down, DownReason, ExitSignal, Monitor, MonitorId,
-};
+pub use otp::link::{link, trap_exit, unlink, ExitSignal};
+pub use otp::monitor::{demonitor, monitor, Down, Monitor, MonitorId};
 pub use otp::registry::{name_of, register, unregister, whereis, RegisterError};
 pub use otp::supervisor::{
     Child, ChildInfo, ChildSpec, Restart, Shutdown, StartError, Strategy, Supervisor, SupervisorError,

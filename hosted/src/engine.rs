@@ -36,12 +36,12 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use smarm_arch::{Arch, Native};
-use smarm_core::{Config, Drivers, JoinError, Runtime, RuntimeParts, Worker};
+use smarm_core::{Config, Drivers, Runtime, RuntimeParts, Worker};
 use smarm_platform::linux::{EMPTY, NOTIFIED};
 use smarm_platform::{ParkToken, Platform};
 
@@ -322,26 +322,10 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        let result = Arc::new(Mutex::new(None));
-        let slot = result.clone();
-        let handle = self
-            .runtime
-            .spawn_on(0, move || {
-                let value = root();
-                *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);
-            })
-            .map_err(RunError::Spawn)?;
+        let handle = self.runtime.spawn_on(0, root).map_err(RunError::Spawn)?;
         self.wait_finished();
         self.stop_threads();
-        let outcome = handle.try_join();
-        drop(handle);
-        match outcome {
-            Some(Ok(())) => {
-                result.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take().ok_or(RunError::Stopped)
-            }
-            Some(Err(JoinError::Panicked(message))) => Err(RunError::Panicked(message)),
-            Some(Err(JoinError::NotInProcess)) | None => Err(RunError::Stopped),
-        }
+        RunError::from_root(handle)
     }
 
     /// Waits until the runtime is finished (no live process, no io

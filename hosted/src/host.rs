@@ -5,10 +5,10 @@ use std::any::Any;
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 
-use smarm_core::{HostHooks, Outcome};
+use smarm_core::{ExitReason, HostHooks};
 
 /// The payload a stopped process unwinds with. Zero-sized; caught at the
-/// process entry and reported as `Outcome::Stopped`. Raised with
+/// process entry and reported as `ExitReason::Stopped`. Raised with
 /// `resume_unwind`, so the panic hook never sees (or prints) it.
 #[derive(Debug, Clone, Copy)]
 pub struct StopSentinel;
@@ -25,11 +25,11 @@ fn set_current(worker: *mut ()) {
     CURRENT.with(|c| c.set(worker));
 }
 
-fn run_process(body: Box<dyn FnOnce() + Send>) -> Outcome {
+fn run_process(body: Box<dyn FnOnce() + Send>) -> ExitReason {
     match panic::catch_unwind(AssertUnwindSafe(body)) {
-        Ok(()) => Outcome::Normal,
-        Err(payload) if payload.is::<StopSentinel>() => Outcome::Stopped,
-        Err(payload) => Outcome::Panicked(panic_message(&*payload)),
+        Ok(()) => ExitReason::Normal,
+        Err(payload) if payload.is::<StopSentinel>() => ExitReason::Stopped,
+        Err(payload) => ExitReason::Panicked(panic_message(&*payload)),
     }
 }
 

@@ -53,16 +53,15 @@ pub use smarm_core::otp::local::ActorLocal;
 pub use smarm_core::otp::{gen_server, supervisor};
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
-    spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, Instant, JoinError,
-    JoinHandle, NoPreempt, NoProc, NotInProcess, Outcome, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
+    spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, ExitReason, Instant,
+    JoinError, JoinHandle, NoPreempt, NoProc, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
 };
 /// Process primitives: channels, select, the actor mutex, monitors, links
 /// and the registry (re-exported from `smarm-core`).
 pub use smarm_core::{
     bounded, channel, demonitor, link, monitor, name_of, register, select, select_timeout, trap_exit, unlink,
-    unregister, whereis, Down, DownReason, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard,
-    Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError,
-    TrySendError,
+    unregister, whereis, Down, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard, Receiver,
+    RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError, TrySendError,
 };
 pub use smarm_core::{
     CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,
@@ -164,6 +163,17 @@ pub enum RunError {
     Thread(String),
 }
 
+impl RunError {
+    /// The root's value, or why there is none, once the runtime finished.
+    pub(crate) fn from_root<R: Send + 'static>(handle: JoinHandle<R>) -> Result<R, RunError> {
+        match handle.try_join() {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(JoinError::Exited(ExitReason::Panicked(message)))) => Err(RunError::Panicked(message)),
+            Ok(Err(_)) | Err(_) => Err(RunError::Stopped),
+        }
+    }
+}
+
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -208,22 +218,10 @@ where
     let _entered = context::enter(context.clone());
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
-    let result = Arc::new(std::sync::Mutex::new(None));
-    let slot = result.clone();
-    let handle = single
-        .runtime()
-        .spawn_on(0, move || {
-            let value = root();
-            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
-        })
-        .map_err(RunError::Spawn)?;
+    let handle = single.runtime().spawn_on(0, root).map_err(RunError::Spawn)?;
     single.run();
     context.shutdown();
-    match handle.try_join() {
-        Some(Ok(())) => result.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(RunError::Stopped),
-        Some(Err(JoinError::Panicked(message))) => Err(RunError::Panicked(message)),
-        Some(Err(JoinError::NotInProcess)) | None => Err(RunError::Stopped),
-    }
+    RunError::from_root(handle)
 }
 
 /// [`try_run_with`] on the default one-worker configuration.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use smarm::{DownReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError};
+use smarm::{ExitReason, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError};
 
 /// A message that counts its drops.
 struct Counted {
@@ -564,8 +564,8 @@ fn stop_parked_receiver(drive: Drive) {
         smarm::sleep(ms(5)); // it parks in recv
         assert!(rt.is_alive(receiver.pid()));
         rt.request_stop(receiver.pid()).unwrap();
-        assert_eq!(m.rx.recv().unwrap().reason, DownReason::Stopped);
-        assert_eq!(receiver.join(), Ok(()));
+        assert_eq!(m.rx.recv().unwrap().reason, ExitReason::Stopped);
+        assert!(receiver.join().unwrap_err().is_stopped());
         assert!(!returned.load(Ordering::SeqCst), "recv returned in a stopped process");
         // The receiver unwound and was dropped: the message comes back.
         let SendError(back) = tx.send("late".into()).unwrap_err();

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use smarm::{Config, Engine, JoinError, RunError};
+use smarm::{Config, Engine, ExitReason, JoinError, RunError};
 
 fn engine(workers: usize) -> Engine {
     Engine::builder().workers(workers).build().expect("engine starts")
@@ -61,7 +61,7 @@ fn crash_isolation_1000_processes_every_tenth_panics_on_4_workers() {
             for (i, h) in handles.into_iter().enumerate() {
                 match h.join() {
                     Ok(()) => assert_ne!(i % 10, 7, "process {i} should have panicked"),
-                    Err(JoinError::Panicked(m)) => {
+                    Err(JoinError::Exited(ExitReason::Panicked(m))) => {
                         assert_eq!(i % 10, 7, "process {i} panicked: {m}");
                         assert_eq!(m, format!("process {i} panicked on purpose"));
                     }
@@ -167,7 +167,8 @@ fn wait_and_shutdown_end_the_engine() {
     std::thread::sleep(Duration::from_millis(10));
     e.shutdown();
     for h in handles {
-        assert_eq!(h.try_join(), Some(Ok(())));
+        // Shutdown stops every parked process: each ends stopped.
+        assert!(matches!(h.try_join(), Ok(Err(JoinError::Exited(ExitReason::Stopped)))));
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use smarm::{
-    CallError, ChildSpec, Down, DownReason, GenServer, NoProc, Pid, Receiver, Sender, Server, ServerCtx,
+    CallError, ChildSpec, Down, ExitReason, GenServer, NoProc, Pid, Receiver, Sender, Server, ServerCtx,
     ServerRef, Supervisor, TerminateReason, Watcher,
 };
 
@@ -179,7 +179,7 @@ fn dead_server(drive: Drive) {
         server.stop().unwrap();
         // stop() returned after terminate ran and the server died.
         assert_eq!(take(&trace), strings(&["init", "terminate Requested"]));
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
         assert_eq!(server.call(Call::Count), Err(CallError::NoProc(pid)));
         assert_eq!(server.call_timeout(Call::Count, ms(10)), Err(CallError::NoProc(pid)));
         assert_eq!(server.cast(Cast::Log("late".into())), Err(NoProc(pid)));
@@ -266,7 +266,7 @@ fn priority(drive: Drive) {
         info_tx.send("info".into()).unwrap();
         let watch = smarm::monitor(victim.pid());
         drop(victim_go);
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
         drop(open);
         server.call(Call::Count).unwrap();
         // Downs, then infos, then the inbox.
@@ -283,7 +283,7 @@ struct Pool {
     workers: usize,
     watcher: Option<Watcher>,
     jobs: HashMap<Pid, Sender<bool>>,
-    deaths: Vec<(Pid, DownReason)>,
+    deaths: Vec<(Pid, ExitReason)>,
 }
 
 enum PoolCall {
@@ -298,7 +298,7 @@ enum PoolCall {
 enum PoolReply {
     Spawned(Pid),
     Done,
-    Status(Vec<Pid>, Vec<(Pid, DownReason)>),
+    Status(Vec<Pid>, Vec<(Pid, ExitReason)>),
 }
 
 impl Pool {
@@ -382,9 +382,9 @@ fn worker_pool(drive: Drive) {
         // calls: the status reflects both deaths.
         let PoolReply::Status(live, deaths) = pool.call(PoolCall::Status).unwrap() else { unreachable!() };
         assert_eq!(deaths.len(), 2, "{deaths:?}");
-        let crashed = DownReason::Panicked("worker crashed".into());
+        let crashed = ExitReason::Panicked("worker crashed".into());
         assert!(deaths.contains(&(spawned[1], crashed)));
-        assert!(deaths.contains(&(spawned[0], DownReason::Normal)));
+        assert!(deaths.contains(&(spawned[0], ExitReason::Normal)));
         // The crashed worker was replaced; the one that finished was not.
         assert_eq!(live.len(), 2);
         assert!(live.contains(&spawned[2]));
@@ -420,7 +420,7 @@ fn terminate(drive: Drive) {
         let server = watching(&trace).on_worker(next_worker(workers)).start().unwrap();
         let watch = smarm::monitor(server.pid());
         drop(server);
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
         assert_eq!(take(&trace), strings(&["init", "terminate Dropped"]));
 
         // request_stop: the server unwinds, and terminate still runs.
@@ -428,7 +428,7 @@ fn terminate(drive: Drive) {
         server.call(Call::Count).unwrap();
         let watch = smarm::monitor(server.pid());
         smarm::request_stop(server.pid()).unwrap();
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Stopped);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Stopped);
         assert_eq!(take(&trace), strings(&["init", "terminate Unwinding"]));
         assert_eq!(server.call(Call::Count), Err(CallError::NoProc(server.pid())));
     });
@@ -472,7 +472,7 @@ fn panicking_handler(drive: Drive) {
         }
         drop(open);
         let reason = watch.rx.recv().unwrap().reason;
-        assert_eq!(reason, DownReason::Panicked("handler panicked on purpose".into()));
+        assert_eq!(reason, ExitReason::Panicked("handler panicked on purpose".into()));
         // Neither caller hangs: the one being served and the one queued
         // behind it both learn that the server died.
         let mut got: Vec<_> = std::iter::from_fn(|| results.recv().ok()).collect();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use smarm::io::{self, IoError};
-use smarm::{Engine, JoinError};
+use smarm::{Engine, ExitReason, JoinError};
 
 fn engine(workers: usize) -> Engine {
     Engine::builder().workers(workers).build().expect("engine starts")
@@ -88,7 +88,7 @@ fn a_panic_in_a_blocking_job_resumes_in_its_process() {
             .join()
         })
         .unwrap();
-    assert_eq!(r, Err(JoinError::Panicked("disk on fire".into())));
+    assert_eq!(r, Err(JoinError::Exited(ExitReason::Panicked("disk on fire".into()))));
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn outstanding_io_holds_the_runtime_open_after_its_process_is_stopped() {
                 .unwrap();
             smarm::sleep(Duration::from_millis(10));
             rt.request_stop(h.pid()).unwrap();
-            assert_eq!(h.join(), Ok(()));
+            assert!(h.join().unwrap_err().is_stopped());
             assert_eq!(rt.external(), 1, "the job still runs");
         })
         .unwrap();
@@ -165,7 +165,7 @@ fn a_process_stopped_while_waiting_on_an_fd_leaves_nothing_behind() {
                     smarm::sleep(Duration::from_millis(1));
                 }
                 rt.request_stop(waiter.pid()).unwrap();
-                assert_eq!(waiter.join(), Ok(()));
+                assert!(waiter.join().unwrap_err().is_stopped());
                 // No waiter entry (and with it no kernel registration) left.
                 assert_eq!(io::waited_fds(), Some(0));
 
@@ -203,7 +203,7 @@ fn a_process_stopped_while_waiting_on_an_fd_leaves_nothing_behind() {
         smarm::yield_now();
         assert_eq!(io::waited_fds(), Some(1));
         rt.request_stop(w.pid()).unwrap();
-        w.join().unwrap();
+        assert!(w.join().unwrap_err().is_stopped());
         assert_eq!(io::waited_fds(), Some(0));
     });
 }
@@ -227,7 +227,7 @@ fn io_errors_are_typed() {
             // One reader per fd.
             assert!(matches!(io::wait_readable(fd), Err(IoError::Busy(f)) if f == fd));
             smarm::request_stop(first.pid()).unwrap();
-            first.join().unwrap();
+            assert!(first.join().unwrap_err().is_stopped());
             // epoll refuses regular files.
             let file = std::fs::File::open("/proc/self/exe").unwrap();
             let err = io::wait_readable(file.as_raw_fd()).unwrap_err();

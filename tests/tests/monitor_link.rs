@@ -7,7 +7,7 @@ use common::{ms, next_worker, record, Drive, Trace};
 
 use std::time::Duration;
 
-use smarm::{Down, DownReason, ExitSignal, JoinHandle, NoProc, Pid, Receiver, TryRecvError};
+use smarm::{Down, ExitReason, ExitSignal, JoinHandle, NoProc, Pid, Receiver, TryRecvError};
 
 /// Worker `k` places after the caller's (wrapping).
 fn worker_after(workers: usize, k: usize) -> usize {
@@ -70,12 +70,12 @@ fn normal_exit_does_not_propagate(drive: Drive) {
         let child_watch = smarm::monitor(child.pid());
         drop(go_tx);
         child.join().unwrap();
-        assert_eq!(child_watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(child_watch.rx.recv().unwrap().reason, ExitReason::Normal);
         smarm::sleep(ms(2));
         assert!(peer.is_responsive(), "a normal exit killed a linked peer");
         no_down(&watch.rx);
         peer.finish();
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
 
         // Nor does it reach a trapping peer as a signal.
         let (trapped_tx, trapped_rx) = smarm::channel::<Result<ExitSignal, TryRecvError>>();
@@ -119,7 +119,7 @@ fn trapping_peer_gets_exit_signals(drive: Drive) {
         assert!(crasher.join().is_err());
         assert_eq!(
             exits.recv().unwrap(),
-            ExitSignal { from: pid, reason: DownReason::Panicked("boom 7".into()) }
+            ExitSignal { from: pid, reason: ExitReason::Panicked("boom 7".into()) }
         );
 
         // A stop arrives too, as Stopped; the link was made from our side.
@@ -128,8 +128,8 @@ fn trapping_peer_gets_exit_signals(drive: Drive) {
         smarm::link(sleeper.pid()).unwrap();
         smarm::request_stop(sleeper.pid()).unwrap();
         let pid = sleeper.pid();
-        sleeper.join().unwrap();
-        assert_eq!(exits.recv().unwrap(), ExitSignal { from: pid, reason: DownReason::Stopped });
+        assert!(sleeper.join().unwrap_err().is_stopped());
+        assert_eq!(exits.recv().unwrap(), ExitSignal { from: pid, reason: ExitReason::Stopped });
         assert_eq!(exits.try_recv(), Err(TryRecvError::Empty));
         // We are still here: trapping kept us alive.
     });
@@ -161,20 +161,21 @@ fn abnormal_exit_stops_linked_peers(drive: Drive) {
         assert!(p.is_responsive() && q.is_responsive());
         go_tx.send(()).unwrap();
 
-        let crashed = DownReason::Panicked("crashed on purpose".into());
+        let crashed = ExitReason::Panicked("crashed on purpose".into());
         assert_eq!(c_watch.rx.recv().unwrap().reason, crashed);
         let p_down = p_watch.rx.recv().unwrap();
         assert_eq!(p_down.pid, p_pid);
-        let p_reason = DownReason::Linked { peer: c_pid, reason: Box::new(crashed) };
+        let p_reason = ExitReason::Linked { peer: c_pid, reason: Box::new(crashed) };
         assert_eq!(p_down.reason, p_reason);
         // The stop propagates on along p's own link, with its reason.
         let q_down = q_watch.rx.recv().unwrap();
-        assert_eq!(q_down.reason, DownReason::Linked { peer: p_pid, reason: Box::new(p_reason) });
+        assert_eq!(q_down.reason, ExitReason::Linked { peer: p_pid, reason: Box::new(p_reason) });
         assert!(q_down.reason.is_abnormal());
         assert!(crasher.join().is_err());
-        // Stopped, not panicked: join reports Ok.
-        assert_eq!(p.handle.join(), Ok(()));
-        assert_eq!(q.handle.join(), Ok(()));
+        // Stopped by the link, not panicked: join reports the same reason
+        // as the monitors.
+        assert_eq!(p.handle.join(), Err(smarm::JoinError::Exited(p_down.reason)));
+        assert_eq!(q.handle.join(), Err(smarm::JoinError::Exited(q_down.reason)));
         assert!(!rt.is_alive(p_pid) && !rt.is_alive(q_pid));
     });
 }
@@ -220,7 +221,7 @@ fn unlink_before_death(drive: Drive) {
         p.finish();
         q.finish();
         for w in &watches {
-            assert_eq!(w.rx.recv().unwrap().reason, DownReason::Normal);
+            assert_eq!(w.rx.recv().unwrap().reason, ExitReason::Normal);
         }
     });
 }
@@ -246,7 +247,7 @@ fn monitor_of_a_dead_or_stale_pid_is_noproc_at_once() {
             let m = smarm::monitor(pid);
             assert_eq!(m.target, pid);
             let down = m.rx.try_recv().expect("NoProc must be there at once");
-            assert_eq!((down.id, down.pid, down.reason), (m.id, pid, DownReason::NoProc));
+            assert_eq!((down.id, down.pid, down.reason), (m.id, pid, ExitReason::NoProc));
             // One Down, then nothing more can come.
             assert_eq!(m.rx.try_recv(), Err(TryRecvError::Disconnected));
         }
@@ -254,7 +255,7 @@ fn monitor_of_a_dead_or_stale_pid_is_noproc_at_once() {
     });
     // Outside a process there is no runtime to watch in: NoProc.
     let m = smarm::monitor(Pid::from_parts(0, 0));
-    assert_eq!(m.rx.try_recv().unwrap().reason, DownReason::NoProc);
+    assert_eq!(m.rx.try_recv().unwrap().reason, ExitReason::NoProc);
 }
 
 fn demonitor_and_two_monitors(drive: Drive) {
@@ -276,8 +277,8 @@ fn demonitor_and_two_monitors(drive: Drive) {
         go_tx.send(()).unwrap();
         target.join().unwrap();
         let downs = [first.rx.recv().unwrap(), second.rx.recv().unwrap()];
-        assert_eq!(downs[0], Down { id: first.id, pid, reason: DownReason::Normal });
-        assert_eq!(downs[1], Down { id: second.id, pid, reason: DownReason::Normal });
+        assert_eq!(downs[0], Down { id: first.id, pid, reason: ExitReason::Normal });
+        assert_eq!(downs[1], Down { id: second.id, pid, reason: ExitReason::Normal });
         // One Down each, and none for the cancelled monitor, ever.
         assert_eq!(first.rx.try_recv(), Err(TryRecvError::Disconnected));
         assert_eq!(second.rx.try_recv(), Err(TryRecvError::Disconnected));
@@ -310,16 +311,16 @@ fn reasons(drive: Drive) {
         smarm::sleep(ms(1));
         smarm::request_stop(sleeper.pid()).unwrap();
         let down = m.rx.recv().unwrap();
-        assert_eq!((down.pid, down.reason), (sleeper.pid(), DownReason::Stopped));
-        sleeper.join().unwrap();
+        assert_eq!((down.pid, down.reason), (sleeper.pid(), ExitReason::Stopped));
+        assert!(sleeper.join().unwrap_err().is_stopped());
 
         // Stopped before it ever ran (it shares our worker: it cannot start
         // before we park).
         let never = smarm::spawn_on(worker_after(workers, 0), || unreachable!()).unwrap();
         let m = smarm::monitor(never.pid());
         smarm::request_stop(never.pid()).unwrap();
-        assert_eq!(m.rx.recv().unwrap().reason, DownReason::Stopped);
-        never.join().unwrap();
+        assert_eq!(m.rx.recv().unwrap().reason, ExitReason::Stopped);
+        assert!(never.join().unwrap_err().is_stopped());
 
         // Panicked, with the message.
         let (go_tx, go) = smarm::channel::<()>();
@@ -331,11 +332,11 @@ fn reasons(drive: Drive) {
         let m = smarm::monitor(crasher.pid());
         drop(go_tx);
         let down = m.rx.recv().unwrap();
-        assert_eq!(down.reason, DownReason::Panicked("bad input: 42".into()));
+        assert_eq!(down.reason, ExitReason::Panicked("bad input: 42".into()));
         assert!(down.reason.is_abnormal());
         assert_eq!(down.reason.to_string(), "panicked: bad input: 42");
         assert!(crasher.join().is_err());
-        assert!(!DownReason::Normal.is_abnormal());
+        assert!(!ExitReason::Normal.is_abnormal());
     });
 }
 
@@ -385,7 +386,7 @@ fn down_before_reclaim(drive: Drive) {
             drop(h);
             drop(go_tx);
             let down = m.rx.recv().unwrap();
-            assert_eq!((down.pid, down.reason), (pid, DownReason::Normal));
+            assert_eq!((down.pid, down.reason), (pid, ExitReason::Normal));
             // The slot may be free again: whatever is spawned into it gets
             // a new generation, and the old pid stays dead everywhere.
             let next = smarm::spawn_on(worker, || {}).unwrap();
@@ -396,7 +397,7 @@ fn down_before_reclaim(drive: Drive) {
             assert_ne!(next.pid(), pid);
             assert!(!rt.is_alive(pid));
             assert_eq!(smarm::link(pid), Err(NoProc(pid)));
-            assert_eq!(smarm::monitor(pid).rx.try_recv().unwrap().reason, DownReason::NoProc);
+            assert_eq!(smarm::monitor(pid).rx.try_recv().unwrap().reason, ExitReason::NoProc);
             assert_eq!(rt.request_stop(pid), Err(NoProc(pid)));
             next.join().unwrap();
         }
@@ -441,7 +442,7 @@ fn join_after_notifications(drive: Drive) {
                     exits.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, no ExitSignal: {e}"));
                 assert_eq!(exit.from, pid);
             } else {
-                assert_eq!((joined, down.reason), (Ok(()), DownReason::Normal));
+                assert_eq!((joined, down.reason), (Ok(()), ExitReason::Normal));
             }
         }
         assert_eq!(exits.try_recv(), Err(TryRecvError::Empty));

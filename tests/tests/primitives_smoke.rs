@@ -16,7 +16,7 @@ fn channel_select_monitor_registry_smoke() {
         assert_eq!(got, (0..10).collect::<Vec<_>>());
         assert_eq!(rx.recv(), Err(smarm::RecvError::Disconnected));
         let down = m.rx.recv().unwrap();
-        assert_eq!(down.reason, smarm::DownReason::Normal);
+        assert_eq!(down.reason, smarm::ExitReason::Normal);
         h.join().unwrap();
         let (_tx2, rx2) = smarm::channel::<u8>();
         assert_eq!(rx2.recv_timeout(Duration::from_millis(5)), Err(smarm::RecvTimeoutError::Timeout));

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use smarm::{Config, JoinError, SpawnError};
+use smarm::{Config, ExitReason, JoinError, SpawnError};
 
 fn config(workers: usize) -> Config {
     Config { worker_count: workers, ..Config::default() }
@@ -195,7 +195,7 @@ fn stop_cases(workers: usize) {
         assert!(rt.is_alive(parked.pid()));
         rt.request_stop(parked.pid()).unwrap();
         let pid = parked.pid();
-        assert_eq!(parked.join(), Ok(()));
+        assert!(parked.join().unwrap_err().is_stopped());
         assert!(dropped.load(Ordering::SeqCst), "stopped process did not unwind");
         // Stale pid: NoProc everywhere.
         assert_eq!(rt.request_stop(pid), Err(smarm::NoProc(pid)));
@@ -206,7 +206,7 @@ fn stop_cases(workers: usize) {
         let r = ran.clone();
         let ready = rt.spawn(move || r.store(true, Ordering::SeqCst)).unwrap();
         rt.request_stop(ready.pid()).unwrap();
-        assert_eq!(ready.join(), Ok(()));
+        assert!(ready.join().unwrap_err().is_stopped());
         assert!(!ran.load(Ordering::SeqCst), "a process stopped while ready ran its body");
 
         // Running a check!() loop on our own worker: the timeslice makes
@@ -222,7 +222,7 @@ fn stop_cases(workers: usize) {
         smarm::yield_now();
         assert!(spins.load(Ordering::Relaxed) > 0, "the busy process never ran");
         rt.request_stop(busy.pid()).unwrap();
-        assert_eq!(busy.join(), Ok(()));
+        assert!(busy.join().unwrap_err().is_stopped());
     });
 }
 
@@ -258,7 +258,9 @@ fn join_reports_panic_message_and_others_continue() {
         for (i, h) in handles.into_iter().enumerate() {
             match h.join() {
                 Ok(()) => assert_ne!(i % 10, 3),
-                Err(JoinError::Panicked(m)) => assert_eq!(m, format!("process {i} gave up")),
+                Err(JoinError::Exited(ExitReason::Panicked(m))) => {
+                    assert_eq!(m, format!("process {i} gave up"))
+                }
                 Err(e) => panic!("unexpected {e}"),
             }
         }

@@ -8,7 +8,7 @@ use common::{ms, next_worker, record, Drive, Trace};
 
 use std::time::Duration;
 
-use smarm::{DownReason, Pid, Selectable, Sender, TryRecvError};
+use smarm::{ExitReason, Pid, Selectable, Sender, TryRecvError};
 
 /// A request to the server: a number to double and where to reply
 /// `(double, workers lost so far)`.
@@ -17,7 +17,7 @@ type Request = (u64, Sender<(u64, u32)>);
 #[derive(Debug, PartialEq)]
 enum Event {
     Watching(Pid),
-    WorkerDown(Pid, DownReason),
+    WorkerDown(Pid, ExitReason),
     Served(u32),
 }
 
@@ -78,7 +78,7 @@ fn motivating_pattern(drive: Drive) {
         crash_tx.send(()).unwrap();
         assert_eq!(
             events.recv().unwrap(),
-            Event::WorkerDown(worker, DownReason::Panicked("worker crashed".into()))
+            Event::WorkerDown(worker, ExitReason::Panicked("worker crashed".into()))
         );
         // The server reacted and keeps serving, now without its worker.
         assert_eq!(call(&inbox_tx, 10), (20, 1));

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use smarm::{
-    ChildInfo, ChildSpec, DownReason, Receiver, Restart, Sender, SpawnError, StartError, Strategy,
+    ChildInfo, ChildSpec, ExitReason, Receiver, Restart, Sender, SpawnError, StartError, Strategy,
     Supervisor, SupervisorError, SupervisorRef,
 };
 
@@ -255,7 +255,7 @@ fn restart_policies(drive: Drive) {
         let trans = sup.child_pid("trans").unwrap().unwrap();
         let watch = smarm::monitor(trans);
         kids.tell("trans", Cmd::Exit);
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
         // The supervisor's Down was queued before ours, and it serves Downs
         // before requests: the answer reflects the exit.
         let children = sup.which_children().unwrap();
@@ -304,7 +304,7 @@ fn intensity(drive: Drive) {
         let down = watch.rx.recv().unwrap();
         assert!(down.reason.is_abnormal(), "{:?}", down.reason);
         match &down.reason {
-            DownReason::Panicked(message) => assert!(message.contains("intensity"), "{message}"),
+            ExitReason::Panicked(message) => assert!(message.contains("intensity"), "{message}"),
             other => panic!("unexpected reason {other:?}"),
         }
         assert_eq!(
@@ -340,7 +340,7 @@ fn ordered_shutdown(drive: Drive) {
         // stop() returned after the whole shutdown: nothing left to wait for.
         assert_eq!(kids.take(), strings(&["stop d", "stop c", "stop b", "stop a"]));
         assert!(all_dead(&children));
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
 
         // Dropping the last reference does the same ordered shutdown.
         let sup = build(&kids).start().unwrap();
@@ -352,7 +352,7 @@ fn ordered_shutdown(drive: Drive) {
         smarm::sleep(ms(1));
         assert!(kids.take().is_empty(), "shut down while a reference was left");
         drop(second);
-        assert_eq!(watch.rx.recv().unwrap().reason, DownReason::Normal);
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
         assert_eq!(kids.take(), strings(&["stop d", "stop c", "stop b", "stop a"]));
     });
 }
@@ -391,7 +391,7 @@ fn nested(drive: Drive) {
         let watch = smarm::monitor(sub);
         kids.tell("y", Cmd::Crash);
         await_starts(&started, &["sub", "x", "y"]);
-        assert!(matches!(watch.rx.recv().unwrap().reason, DownReason::Panicked(_)));
+        assert!(matches!(watch.rx.recv().unwrap().reason, ExitReason::Panicked(_)));
         assert_eq!(kids.take(), strings(&["crash y", "stop x", "start sub", "start x", "start y"]));
         let new_sub = top.child_pid("sub").unwrap().unwrap();
         assert_ne!(new_sub, sub);

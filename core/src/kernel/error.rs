@@ -1,9 +1,9 @@
 //! The core's error types. Each says what happened and what to do.
 
-use alloc::string::String;
 use core::fmt;
 use smarm_platform::StackError;
 
+use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 
 /// Why a spawn failed. Nothing was started; the closure was dropped.
@@ -46,20 +46,50 @@ impl fmt::Display for NoProc {
 }
 impl core::error::Error for NoProc {}
 
-/// Why a `join` did not return `Ok`.
+/// Why a `join` did not return the process's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinError {
-    /// The process panicked; the panic message.
-    Panicked(String),
+    /// The process ended without a value: it panicked, was stopped, or was
+    /// stopped by a linked process's death. The reason is the one its
+    /// monitors see (converted with `From<ExitReason>`).
+    Exited(ExitReason),
     /// `join` was called outside a process, where it cannot park: join from
     /// a process, or use `try_join`.
     NotInProcess,
 }
 
+impl JoinError {
+    /// Whether the process panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self, JoinError::Exited(reason) if reason.is_panic())
+    }
+
+    /// Whether the process was stopped (by `request_stop` or a link).
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, JoinError::Exited(ExitReason::Stopped | ExitReason::Linked { .. }))
+    }
+
+    /// The panic message, if the process panicked.
+    pub fn panic_message(&self) -> Option<&str> {
+        match self {
+            JoinError::Exited(reason) => reason.panic_message(),
+            JoinError::NotInProcess => None,
+        }
+    }
+
+    /// The exit reason, if the process ended.
+    pub fn reason(&self) -> Option<&ExitReason> {
+        match self {
+            JoinError::Exited(reason) => Some(reason),
+            JoinError::NotInProcess => None,
+        }
+    }
+}
+
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JoinError::Panicked(m) => write!(f, "process panicked: {m}"),
+            JoinError::Exited(reason) => write!(f, "process ended without a value: {reason}"),
             JoinError::NotInProcess => f.write_str("join called outside a process: use try_join"),
         }
     }

@@ -9,18 +9,8 @@
 //! a process may resume on another OS thread.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 
-/// How a process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Its body returned.
-    Normal,
-    /// It observed a `request_stop` and unwound (or was abandoned).
-    Stopped,
-    /// It panicked; the message.
-    Panicked(String),
-}
+use crate::kernel::exit::ExitReason;
 
 /// What a host supplies. One set per process image, installed with
 /// [`install`] before any runtime runs.
@@ -30,11 +20,12 @@ pub struct HostHooks {
     pub get_current: fn() -> *mut (),
     /// Sets the calling thread's current-worker pointer.
     pub set_current: fn(*mut ()),
-    /// Runs a process body and reports how it ended. Hosted: under
-    /// `catch_unwind`, mapping the stop sentinel to `Outcome::Stopped`. A
-    /// host without unwinding calls the body and returns `Normal`; its panic
-    /// handler uses [`crate::kernel::worker::abandon_current`].
-    pub run_process: fn(Box<dyn FnOnce() + Send>) -> Outcome,
+    /// Runs a process body and reports how it ended: `Normal`, `Stopped`
+    /// or `Panicked`. Hosted: under `catch_unwind`, mapping the stop
+    /// sentinel to `ExitReason::Stopped`. A host without unwinding calls
+    /// the body and returns `Normal`; its panic handler uses
+    /// [`crate::kernel::worker::abandon_current`].
+    pub run_process: fn(Box<dyn FnOnce() + Send>) -> ExitReason,
     /// Ends the running process because a stop was requested. Hosted:
     /// unwinds with the stop sentinel (destructors run). Bare: abandons the
     /// process.

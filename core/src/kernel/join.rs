@@ -1,66 +1,97 @@
-//! [`JoinHandle`]: the right to a process's outcome.
+//! [`JoinHandle<T>`]: the right to a process's outcome and its value.
 //!
-//! A handle keeps its slot from being reclaimed: the outcome stays readable
-//! until the handle is joined or dropped, whichever comes after the
-//! process's finalize.
+//! A handle keeps its slot from being reclaimed: the exit reason and the
+//! body's return value stay readable until the handle is joined or dropped,
+//! whichever comes after the process's finalize.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
+use core::any::Any;
+use core::fmt;
+use core::marker::PhantomData;
 
-use crate::kernel::error::JoinError;
-use crate::kernel::host::Outcome;
+use crate::kernel::error::{JoinError, SpawnError};
+use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::runtime::Shared;
+use crate::kernel::slab::Cold;
 
-/// Owns the right to a process's outcome. Dropping it detaches the
-/// process; the slot is reclaimed once the process is finalized and no
-/// handle remains.
-#[derive(Debug)]
-pub struct JoinHandle {
+/// Owns the right to a process's outcome: the value its body returned, or
+/// why it ended without one. Dropping it detaches the process; the slot is
+/// reclaimed once the process is finalized and no handle remains.
+///
+/// `JoinHandle` without a type is `JoinHandle<()>`, the handle of a body
+/// that returns nothing.
+pub struct JoinHandle<T = ()> {
     pid: Pid,
     shared: Arc<Shared>,
+    // `fn() -> T`: the handle gives a `T` out and holds none, so it is
+    // `Send` and `Sync` whatever `T` is (spawning already demands
+    // `T: Send`).
+    _value: PhantomData<fn() -> T>,
 }
 
-impl JoinHandle {
-    /// The handle of a process just spawned into `shared`.
-    pub(crate) fn new(pid: Pid, shared: Arc<Shared>) -> JoinHandle {
-        JoinHandle { pid, shared }
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle").field("pid", &self.pid).finish_non_exhaustive()
     }
+}
 
+impl<T: Send + 'static> JoinHandle<T> {
+    /// Spawns `f` on worker `worker` of `shared`; the body's return value
+    /// is stashed for the handle as the body's last act.
+    pub(crate) fn spawn<F>(shared: &Arc<Shared>, worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
+        // A `Box<()>` does not allocate: a body returning nothing costs
+        // nothing here.
+        let body = move || process::stash_value(Box::new(f()));
+        let pid = shared.spawn_on(worker, Box::new(body))?;
+        Ok(JoinHandle { pid, shared: shared.clone(), _value: PhantomData })
+    }
+}
+
+impl<T: 'static> JoinHandle<T> {
     /// The process's pid.
     pub fn pid(&self) -> Pid {
         self.pid
     }
 
-    /// Whether the process has ended (its outcome is known and its death
+    /// Whether the process has ended (its exit is known and its death
     /// notifications are delivered).
     pub fn is_finished(&self) -> bool {
-        let slot = &self.shared.slot_of(self.pid);
+        let slot = self.shared.slot_of(self.pid);
         let finished = slot.cold.lock().notified;
         finished
     }
 
-    /// The outcome without waiting: `None` while the process runs (or
-    /// until its death notifications are delivered).
-    pub fn try_join(&self) -> Option<Result<(), JoinError>> {
-        let slot = &self.shared.slot_of(self.pid);
-        let cold = slot.cold.lock();
-        cold.outcome.as_ref().filter(|_| cold.notified).map(outcome_to_result)
+    /// The outcome without waiting: `Ok` with the outcome once the process
+    /// has ended (and its death notifications are delivered), or the handle
+    /// back while it runs.
+    pub fn try_join(self) -> Result<Result<T, JoinError>, JoinHandle<T>> {
+        let taken = {
+            let slot = self.shared.slot_of(self.pid);
+            let mut cold = slot.cold.lock();
+            cold.notified.then(|| take_outcome::<T>(&mut cold))
+        };
+        taken.ok_or(self)
     }
 
     /// Parks the calling process until this one ends and its death
-    /// notifications (monitor Downs, link signals) are delivered. `Ok(())`
-    /// for a normal exit and for a stopped process; `Err(Panicked(message))`
-    /// for a panic. Outside a process: `Err(NotInProcess)` unless already
-    /// finished.
-    pub fn join(self) -> Result<(), JoinError> {
-        let slot = &self.shared.slot_of(self.pid);
+    /// notifications (monitor `Down`s, link signals) are delivered, then
+    /// returns the body's value, or why it ended without one
+    /// ([`JoinError::Exited`]: panicked, stopped, or stopped by a link).
+    /// Outside a process: `Err(NotInProcess)` unless already finished.
+    pub fn join(self) -> Result<T, JoinError> {
+        let slot = self.shared.slot_of(self.pid);
         loop {
             let wait = process::begin_wait().ok();
             {
                 let mut cold = slot.cold.lock();
-                if let Some(outcome) = cold.outcome.as_ref().filter(|_| cold.notified) {
-                    let result = outcome_to_result(outcome);
+                if cold.notified {
+                    let result = take_outcome::<T>(&mut cold);
                     drop(cold);
                     if wait.is_some() {
                         process::retire_wait();
@@ -77,21 +108,32 @@ impl JoinHandle {
     }
 }
 
-fn outcome_to_result(outcome: &Outcome) -> Result<(), JoinError> {
-    match outcome {
-        Outcome::Normal | Outcome::Stopped => Ok(()),
-        Outcome::Panicked(message) => Err(JoinError::Panicked(message.clone())),
+/// Takes the outcome of a notified process: its value on a normal exit,
+/// else its exit reason.
+fn take_outcome<T: 'static>(cold: &mut Cold) -> Result<T, JoinError> {
+    match cold.exit.clone().unwrap_or(ExitReason::Normal) {
+        ExitReason::Normal => match cold.value.take().map(|value| value.downcast::<T>()) {
+            Some(Ok(value)) => Ok(*value),
+            // A process that returned normally stashed its value, and a
+            // handle's `T` is the body's return type; only a second take
+            // (impossible: joining consumes the handle) finds nothing.
+            Some(Err(_)) | None => Err(JoinError::Exited(ExitReason::Normal)),
+        },
+        reason => Err(reason.into()),
     }
 }
 
-impl Drop for JoinHandle {
+impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        let slot = &self.shared.slot_of(self.pid);
-        let reclaim = {
+        let slot = self.shared.slot_of(self.pid);
+        let (reclaim, value) = {
             let mut cold = slot.cold.lock();
             cold.handle = false;
-            cold.finalized
+            (cold.finalized, cold.value.take())
         };
+        // An unjoined value is dropped here, outside the slot lock (its
+        // destructor may take locks).
+        drop::<Option<Box<dyn Any + Send>>>(value);
         if reclaim {
             self.shared.reclaim(self.pid.index(), self.pid.generation());
         }

@@ -9,17 +9,22 @@
 
 pub(crate) mod atomic;
 pub mod config;
+pub(crate) mod current;
 pub mod error;
+pub mod exit;
+pub(crate) mod extension;
 pub mod host;
 pub mod join;
 pub(crate) mod once;
 pub mod pid;
+pub mod preempt;
 pub mod process;
 #[cfg(all(test, loom))]
 mod protocol_models;
 pub mod ring;
 pub mod runtime;
 pub mod single;
+pub(crate) mod slab;
 pub mod spin;
 pub mod state;
 pub mod time;

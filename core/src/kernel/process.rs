@@ -2,120 +2,144 @@
 //! observe a stop request, and the wait protocol every blocking primitive
 //! is built on.
 //!
-//! The wait protocol (ROADMAP v0.7): a blocking primitive calls
-//! [`begin_wait`] *before* taking any lock, registers the returned
-//! [`Waker`] with whatever will wake it (one or many places), then either
-//! [`park`]s, or — when it finds what it waited for while registering —
-//! calls [`retire_wait`] so every registration it left behind is stale.
-//! Every wake is stamped with the wait's epoch and consumes it, so at most
-//! one wake lands per wait and a stale registration is one failed CAS.
-//! The only wildcard wake is `request_stop`, and it is terminal.
+//! The wait protocol: a blocking primitive calls [`begin_wait`] *before*
+//! taking any lock, registers the returned [`Waker`] with whatever will
+//! wake it (one or many places), then either [`park`]s, or — when it finds
+//! what it waited for while registering — calls [`retire_wait`] so every
+//! registration it left behind is stale. Every wake is stamped with the
+//! wait's epoch and consumes it, so at most one wake lands per wait and a
+//! stale registration is one failed CAS. The only wildcard wake is
+//! `request_stop`, and it is terminal.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use core::ptr;
+use core::any::Any;
+use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 use smarm_arch::{Arch, Native};
 
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current;
 use crate::kernel::error::{NotInProcess, SpawnError};
-use crate::kernel::host::Outcome;
+use crate::kernel::exit::ExitReason;
 use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
-use crate::kernel::runtime::{Shared, Slot, STOP_RAISED, STOP_REQUESTED};
+use crate::kernel::runtime::Shared;
+use crate::kernel::slab::{Slot, STOP_RAISED, STOP_REQUESTED};
 use crate::kernel::state::Park;
 use crate::kernel::time::Instant;
 use crate::kernel::timer::TimerReason;
-use crate::kernel::worker::{abandon_current, current_core, SwitchReason, WorkerCore};
+use crate::kernel::worker::SwitchReason;
 
-/// Disables preemption on the calling worker for its lifetime; nests.
-/// Every runtime critical section holds one: a process preempted while
-/// holding a runtime lock would stall every other contender.
-#[derive(Debug)]
-#[must_use = "preemption is re-enabled when the guard is dropped"]
-pub struct NoPreempt {
-    core: *mut WorkerCore,
-}
-
-impl NoPreempt {
-    /// Disables preemption until the guard drops (a no-op off a worker).
-    #[inline]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> NoPreempt {
-        let core = current_core().unwrap_or(ptr::null_mut());
-        if !core.is_null() {
-            // SAFETY: the current core is live for the enclosing pass, and
-            // the guard cannot outlive a switch (it is never held across a
-            // park: see `park`'s debug assertion).
-            unsafe { (*core).preempt_disabled += 1 };
-        }
-        NoPreempt { core }
-    }
-
-    /// The worker core this guard holds preemption off on (null off a
-    /// worker).
-    #[inline]
-    pub(crate) fn core(&self) -> *mut WorkerCore {
-        self.core
-    }
-}
-
-impl Drop for NoPreempt {
-    #[inline]
-    fn drop(&mut self) {
-        if !self.core.is_null() {
-            // SAFETY: as in `new`.
-            unsafe { (*self.core).preempt_disabled -= 1 };
-        }
-    }
-}
-
-/// The running process on this thread: its worker core, runtime, slot and
-/// generation.
-fn running() -> Option<(*mut WorkerCore, &'static Shared, &'static Slot, u32)> {
-    let core = current_core()?;
-    // SAFETY: the current core is live for the enclosing pass.
-    let (index, generation) = unsafe { (*core).running }?;
-    // SAFETY: the core holds an Arc to the runtime for its whole life, and
-    // the running process cannot outlive its worker's pass. The 'static is
-    // a local fiction: callers never store these references.
-    let shared: &'static Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
-    let slot = shared.slot(index)?;
-    Some((core, shared, slot, generation))
-}
-
-/// Switches from the running process back to its worker.
+/// The process running on this thread, as seen from its own frames: its
+/// runtime, slot index and generation.
 ///
-/// # Safety
-///
-/// `core` is the current core, `slot` the running process's slot, and the
-/// state word was already moved out of `Running` (yield / park), or this
-/// is the final switch.
-unsafe fn switch_out(core: *mut WorkerCore, slot: &Slot, reason: SwitchReason) {
-    // SAFETY: per the contract; no reference into the core is live. The
-    // worker's context was saved by the `resume` in `run` that is running
-    // this process, so the `suspend` returns there.
-    unsafe {
-        debug_assert_eq!((*core).preempt_disabled, 0, "switch with preemption disabled (a lock held?)");
-        (*core).reason = reason;
-        let save = ptr::addr_of_mut!((*slot.body.get()).context);
-        let load = ptr::addr_of!((*core).context);
-        Native::suspend(save, load);
-    }
+/// A `Running` lives only in the frames of the process it names, and is
+/// never stored. That is what makes its references sound: the process runs
+/// only inside its worker's pass, whose core holds an `Arc` to the runtime;
+/// a process still suspended when its runtime is dropped is never resumed,
+/// so a `Running` in its frames is never used again.
+pub(crate) struct Running {
+    shared: NonNull<Shared>,
+    index: u32,
+    generation: u32,
 }
 
-/// Observation point for `request_stop`: raises the stop (unwinding, or
-/// abandoning on a host without unwinding) the first time it is seen.
-fn observe_stop(shared: &Shared, slot: &Slot) {
-    // Acquire pairs with the AcqRel that set the flag in request_stop.
-    if slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
-        && slot
-            .stop
-            .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    {
-        (shared.hooks.raise_stop)();
+impl Running {
+    /// The running process of this thread's current worker, if any.
+    #[inline]
+    pub(crate) fn get() -> Option<Running> {
+        let (index, generation, shared) = current::with(|core| {
+            core.running.get().map(|(index, generation)| (index, generation, NonNull::from(&*core.shared)))
+        })??;
+        Some(Running { shared, index, generation })
+    }
+
+    /// The process's runtime.
+    #[inline]
+    pub(crate) fn shared(&self) -> &Shared {
+        // SAFETY: see the type's doc: the runtime outlives every frame of a
+        // process that can still run.
+        unsafe { self.shared.as_ref() }
+    }
+
+    /// The process's slot.
+    #[inline]
+    pub(crate) fn slot(&self) -> &Slot {
+        self.shared().slot_of(self.pid())
+    }
+
+    /// The process's pid.
+    #[inline]
+    pub(crate) fn pid(&self) -> Pid {
+        Pid::from_parts(self.index, self.generation)
+    }
+
+    /// A counted handle to the process's runtime.
+    pub(crate) fn shared_arc(&self) -> Arc<Shared> {
+        current::with(|core| core.shared.clone()).expect("a running process has a current worker")
+    }
+
+    /// Switches from the running process back to its worker.
+    ///
+    /// # Safety
+    ///
+    /// The state word was already moved out of `Running` (yield, park), or
+    /// this is the final switch (`finish`).
+    unsafe fn switch_out(&self, reason: SwitchReason) {
+        let body = self.slot().body.get();
+        let load = current::with(|core| {
+            debug_assert!(core.preempt.enabled(), "switch with preemption disabled (a lock held?)");
+            core.reason.set(reason);
+            core.context.get().cast_const()
+        });
+        let Some(load) = load else { return };
+        // SAFETY: 1. the worker's context (`load`) was saved by the
+        //    `resume` in `run` that is running this process, so the
+        //    `suspend` returns there; it is an UnsafeCell only the switch
+        //    code touches;
+        // 2. the process's own context slot (`save`) is ours to save into:
+        //    the running process owns its body;
+        // 3. the state word is out of `Running` (the contract), so no wake
+        //    can resume us before we have left.
+        unsafe { Native::suspend(ptr::addr_of_mut!((*body).context), load) };
+    }
+
+    /// Ends the process with `reason` (refined by the reason a pending
+    /// stop was requested with) and switches to its worker for the last
+    /// time. Returns only if the process is resumed, which never happens.
+    pub(crate) fn finish(&self, reason: ExitReason) {
+        let slot = self.slot();
+        // SAFETY: the running process owns its body.
+        let value = unsafe { (*slot.body.get()).value.take() };
+        {
+            let mut cold = slot.cold.lock();
+            let stop_reason = cold.stop_reason.take();
+            cold.exit = Some(match reason {
+                ExitReason::Stopped => stop_reason.unwrap_or(ExitReason::Stopped),
+                reason => reason,
+            });
+            cold.value = value;
+            slot.state.finish(self.generation);
+        }
+        // SAFETY: the word is Done: this is the final switch.
+        unsafe { self.switch_out(SwitchReason::Exit) };
+    }
+
+    /// Observation point for `request_stop`: raises the stop (unwinding,
+    /// or abandoning on a host without unwinding) the first time it is seen.
+    fn observe_stop(&self) {
+        let slot = self.slot();
+        // Acquire pairs with the AcqRel that set the flag in request_stop.
+        if slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
+            && slot
+                .stop
+                .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            (self.shared().hooks.raise_stop)();
+        }
     }
 }
 
@@ -126,9 +150,10 @@ fn observe_stop(shared: &Shared, slot: &Slot) {
 /// Called only by the first switch into a process context made by
 /// `spawn_on`, on its worker's driver, with `index` its slot.
 pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
-    let outcome = match running() {
-        Some((_, shared, slot, _)) => {
-            debug_assert_eq!(slot as *const Slot, shared.slot(index as u32).map_or(ptr::null(), |s| s));
+    let reason = match Running::get() {
+        Some(running) => {
+            debug_assert_eq!(running.index as usize, index);
+            let slot = running.slot();
             // SAFETY: the running process owns its body's entry.
             let body = unsafe { (*slot.body.get()).entry.take() };
             // A stop requested before the first run ends the process before
@@ -138,72 +163,85 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
                 .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok();
             match body {
-                Some(_) if stopped => Outcome::Stopped,
-                Some(f) => (shared.hooks.run_process)(f),
-                None => Outcome::Normal,
+                Some(_) if stopped => ExitReason::Stopped,
+                Some(f) => (running.shared().hooks.run_process)(f),
+                None => ExitReason::Normal,
             }
         }
-        None => Outcome::Normal,
+        None => ExitReason::Normal,
     };
-    abandon_current(outcome);
+    crate::kernel::worker::abandon_current(reason);
     // abandon_current returns only off a worker, which cannot happen here.
     loop {
         Native::spin_hint();
     }
 }
 
+/// Keeps the running process's return value for its `JoinHandle`. Called
+/// by the spawn wrapper as the body's last act.
+pub(crate) fn stash_value(value: Box<dyn Any + Send>) {
+    if let Some(running) = Running::get() {
+        // SAFETY: the running process owns its body.
+        unsafe { (*running.slot().body.get()).value = Some(value) };
+    }
+}
+
+/// The running process's actor-local table (`otp::local`): a pointer to
+/// the field, never a reference — the table is the process's own, and the
+/// caller dereferences it only from that process's frames.
+#[allow(clippy::type_complexity)]
+pub(crate) fn running_locals() -> Option<*mut alloc::vec::Vec<(usize, Box<dyn Any + Send>)>> {
+    let running = Running::get()?;
+    // SAFETY: the running process owns its slot body; no reference to the
+    // body is made, only a pointer to one field.
+    Some(unsafe { ptr::addr_of_mut!((*running.slot().body.get()).locals) })
+}
+
 /// The pid of the calling process; `None` outside a process.
 pub fn self_pid() -> Option<Pid> {
-    let core = current_core()?;
-    // SAFETY: current core, live for the enclosing pass.
-    let (index, generation) = unsafe { (*core).running }?;
-    Some(Pid::from_parts(index, generation))
+    current::with(|core| core.running.get().map(|(index, generation)| Pid::from_parts(index, generation)))?
 }
 
 /// Gives the worker to the next ready process; the caller goes to the back
 /// of its worker's ready queue. An observation point for `request_stop`.
 /// Outside a process it does nothing.
 pub fn yield_now() {
-    let Some((core, shared, slot, generation)) = running() else { return };
-    observe_stop(shared, slot);
-    slot.state.yield_now(generation);
-    // SAFETY: current core and running slot; the word is Queued.
-    unsafe { switch_out(core, slot, SwitchReason::Yield) };
-    observe_stop(shared, slot);
+    let Some(running) = Running::get() else { return };
+    running.observe_stop();
+    running.slot().state.yield_now(running.generation);
+    // SAFETY: the word is Queued.
+    unsafe { running.switch_out(SwitchReason::Yield) };
+    running.observe_stop();
 }
 
-/// Whether the running process has used up its timeslice. The slice starts
-/// at the first check after a resume (the worker does not read the counter
-/// on every switch: on a VM that read is a large part of a yield), so a
-/// process is preempted `timeslice` after its first preemption point.
-///
-/// # Safety
-///
-/// `core` is the current core, live for the enclosing pass.
+/// Whether the running process may be preempted now and has used up its
+/// timeslice. The slice starts at the first check after a resume (the
+/// worker does not read the counter on every switch: on a VM that read is
+/// a large part of a yield), so a process is preempted `timeslice` after
+/// its first preemption point.
 #[inline]
-unsafe fn slice_used_up(core: *mut WorkerCore, timeslice_ticks: u64) -> bool {
-    let now = Native::timestamp();
-    // SAFETY: per the contract; no reference into the core is held.
-    unsafe {
-        if (*core).slice_start == 0 {
-            (*core).slice_start = now;
+fn preemption_due() -> bool {
+    current::with(|core| {
+        if core.running.get().is_none() || !core.preempt.enabled() || core.wait_open.get() {
             return false;
         }
-        now.wrapping_sub((*core).slice_start) >= timeslice_ticks
-    }
+        let now = Native::timestamp();
+        if core.slice_start.get() == 0 {
+            core.slice_start.set(now);
+            return false;
+        }
+        now.wrapping_sub(core.slice_start.get()) >= core.shared.timeslice_ticks
+    })
+    .unwrap_or(false)
 }
 
 /// An observation point without yielding: raises a pending stop, and
 /// yields if the process has used up its timeslice while preemption is
 /// enabled. Put it in long loops that neither allocate nor block.
 pub fn check() {
-    let Some((core, shared, slot, _)) = running() else { return };
-    observe_stop(shared, slot);
-    // SAFETY: current core, live for the enclosing pass.
-    let due = unsafe {
-        (*core).preempt_disabled == 0 && !(*core).wait_open && slice_used_up(core, shared.timeslice_ticks)
-    };
-    if due {
+    let Some(running) = Running::get() else { return };
+    running.observe_stop();
+    if preemption_due() {
         yield_now();
     }
 }
@@ -213,19 +251,11 @@ pub fn check() {
 /// Does not observe stops (an allocation is not a safe unwind point).
 #[inline]
 pub fn maybe_preempt() {
-    let Some(core) = current_core() else { return };
-    // SAFETY: current core, live for the enclosing pass.
-    let due = unsafe {
-        (*core).running.is_some()
-            && (*core).preempt_disabled == 0
-            && !(*core).wait_open
-            && slice_used_up(core, (*Arc::as_ptr(&(*core).shared)).timeslice_ticks)
-    };
-    if due {
-        let Some((core, _, slot, generation)) = running() else { return };
-        slot.state.yield_now(generation);
-        // SAFETY: current core and running slot; the word is Queued.
-        unsafe { switch_out(core, slot, SwitchReason::Yield) };
+    if preemption_due() {
+        let Some(running) = Running::get() else { return };
+        running.slot().state.yield_now(running.generation);
+        // SAFETY: the word is Queued.
+        unsafe { running.switch_out(SwitchReason::Yield) };
     }
 }
 
@@ -267,68 +297,63 @@ impl Waker {
 /// Opens a new wait for the calling process and returns its waker. Call it
 /// before taking any lock: it is an observation point for `request_stop`.
 pub fn begin_wait() -> Result<Waker, NotInProcess> {
-    let (core, shared, slot, generation) = running().ok_or(NotInProcess)?;
-    let epoch = slot.state.begin_wait(generation);
-    observe_stop(shared, slot);
-    // SAFETY: current core, live for the enclosing pass.
-    unsafe { (*core).wait_open = true };
-    // SAFETY: current core, live for the enclosing pass.
-    let (index, _) = unsafe { (*core).running }.ok_or(NotInProcess)?;
-    Ok(Waker { shared: shared_arc(core), pid: Pid::from_parts(index, generation), epoch })
-}
-
-fn shared_arc(core: *mut WorkerCore) -> Arc<Shared> {
-    // SAFETY: current core, live for the enclosing pass.
-    unsafe { (*core).shared.clone() }
+    let running = Running::get().ok_or(NotInProcess)?;
+    let epoch = running.slot().state.begin_wait(running.generation);
+    running.observe_stop();
+    current::with(|core| core.wait_open.set(true));
+    Ok(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
 }
 
 /// Ends the current wait without parking: every registration it made is
 /// now stale and a wake that already landed is eaten.
 pub fn retire_wait() {
-    let Some((core, shared, slot, generation)) = running() else { return };
-    let _ = slot.state.retire_wait(generation);
-    // SAFETY: current core, live for the enclosing pass.
-    unsafe { (*core).wait_open = false };
-    observe_stop(shared, slot);
+    let Some(running) = Running::get() else { return };
+    let _ = running.slot().state.retire_wait(running.generation);
+    current::with(|core| core.wait_open.set(false));
+    running.observe_stop();
 }
 
 /// Parks the calling process until a wake stamped with its current wait's
 /// epoch lands (or a stop is requested, which raises on wake-up). Returns
 /// at once if that wake already landed. Outside a process it does nothing.
 pub fn park() {
-    let Some((core, shared, slot, generation)) = running() else { return };
-    // SAFETY: current core, live for the enclosing pass.
-    unsafe { (*core).wait_open = false };
-    match slot.state.park(generation) {
-        // SAFETY: current core and running slot; the word is Parked.
-        Park::Parked => unsafe { switch_out(core, slot, SwitchReason::Park) },
+    let Some(running) = Running::get() else { return };
+    current::with(|core| core.wait_open.set(false));
+    match running.slot().state.park(running.generation) {
+        // SAFETY: the word is Parked.
+        Park::Parked => unsafe { running.switch_out(SwitchReason::Park) },
         Park::Notified => {}
     }
-    observe_stop(shared, slot);
+    running.observe_stop();
 }
 
 /// Arms a timer on the calling process's worker that wakes `waker`'s wait
 /// at `deadline` (a `WaitTimeout`). Timers are never cancelled: if the
 /// wait ends another way first, the timer fires as a stale no-op.
 pub fn wake_at(waker: &Waker, deadline: Instant) -> Result<(), NotInProcess> {
-    let (core, ..) = running().ok_or(NotInProcess)?;
-    // Not preempted while the heap grows: the worker pops it between runs.
-    let _no_preempt = NoPreempt::new();
-    // SAFETY: current core; no reference into it is live.
-    unsafe { (*core).timers.push(deadline.as_nanos(), waker.pid, waker.epoch, TimerReason::WaitTimeout) };
-    Ok(())
+    arm_timer(waker, deadline, TimerReason::WaitTimeout)
+}
+
+/// Pushes a timer onto the current worker's heap.
+fn arm_timer(waker: &Waker, deadline: Instant, reason: TimerReason) -> Result<(), NotInProcess> {
+    current::with(|core| {
+        if core.running.get().is_none() {
+            return Err(NotInProcess);
+        }
+        // Not preempted while the heap grows: the worker pops it between
+        // runs.
+        core.preempt.disable();
+        core.timers.borrow_mut().push(deadline.as_nanos(), waker.pid, waker.epoch, reason);
+        core.preempt.enable();
+        Ok(())
+    })
+    .unwrap_or(Err(NotInProcess))
 }
 
 /// Parks the calling process until `deadline`.
 pub fn sleep_until(deadline: Instant) -> Result<(), NotInProcess> {
     let waker = begin_wait()?;
-    let (core, ..) = running().ok_or(NotInProcess)?;
-    {
-        // Not preempted while the heap grows (nor inside the open wait).
-        let _no_preempt = NoPreempt::new();
-        // SAFETY: current core; no reference into it is live.
-        unsafe { (*core).timers.push(deadline.as_nanos(), waker.pid, waker.epoch, TimerReason::Sleep) };
-    }
+    arm_timer(&waker, deadline, TimerReason::Sleep)?;
     park();
     Ok(())
 }
@@ -341,40 +366,50 @@ pub fn sleep(duration: Duration) -> Result<(), NotInProcess> {
 
 /// The runtime's monotonic clock; `None` outside a process.
 pub fn now() -> Option<Instant> {
-    let (_, shared, ..) = running()?;
-    Some(Instant::from_nanos(shared.platform.now()))
+    let running = Running::get()?;
+    Some(Instant::from_nanos(running.shared().platform.now()))
 }
 
-/// Spawns `f` as a process on the caller's worker.
-pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<JoinHandle, SpawnError> {
-    let core = current_core().ok_or(SpawnError::NotInProcess)?;
-    // SAFETY: current core, live for the enclosing pass.
-    let worker = unsafe { (*core).id };
-    shared_arc(core).spawn_on(worker, Box::new(f))
+/// The calling worker's runtime and id, if the thread is driving a worker.
+fn current_shared() -> Option<(Arc<Shared>, usize)> {
+    current::with(|core| (core.shared.clone(), core.id))
+}
+
+/// Spawns `f` as a process on the caller's worker. Its return value is
+/// what [`JoinHandle::join`] gives back.
+pub fn spawn<T, F>(f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (shared, worker) = current_shared().ok_or(SpawnError::NotInProcess)?;
+    JoinHandle::spawn(&shared, worker, f)
 }
 
 /// Spawns `f` as a process on worker `worker` of the caller's runtime.
-pub fn spawn_on<F: FnOnce() + Send + 'static>(worker: usize, f: F) -> Result<JoinHandle, SpawnError> {
-    let core = current_core().ok_or(SpawnError::NotInProcess)?;
-    shared_arc(core).spawn_on(worker, Box::new(f))
+pub fn spawn_on<T, F>(worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (shared, _) = current_shared().ok_or(SpawnError::NotInProcess)?;
+    JoinHandle::spawn(&shared, worker, f)
 }
 
 /// Asks `pid` (of the caller's runtime) to stop. See
-/// [`Runtime::request_stop`](crate::Runtime::request_stop).
+/// [`Runtime::request_stop`](crate::kernel::runtime::Runtime::request_stop).
 pub fn request_stop(pid: Pid) -> Result<(), crate::kernel::error::NoProc> {
-    let core = current_core().ok_or(crate::kernel::error::NoProc(pid))?;
-    shared_arc(core).request_stop(pid)
+    let (shared, _) = current_shared().ok_or(crate::kernel::error::NoProc(pid))?;
+    shared.request_stop(pid)
 }
 
 /// A handle to the runtime of the calling process.
-pub fn current_runtime() -> Option<crate::Runtime> {
-    let core = current_core()?;
-    Some(crate::Runtime { shared: shared_arc(core) })
+pub fn current_runtime() -> Option<crate::kernel::runtime::Runtime> {
+    let (shared, _) = current_shared()?;
+    Some(crate::kernel::runtime::Runtime { shared })
 }
 
 /// The worker the calling process runs on.
 pub fn current_worker() -> Option<usize> {
-    let core = current_core()?;
-    // SAFETY: current core, live for the enclosing pass.
-    Some(unsafe { (*core).id })
+    current::with(|core| core.id)
 }

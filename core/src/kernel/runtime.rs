@@ -1,12 +1,10 @@
-//! The shared side of a runtime: the slab of slots, the stack pool, the
-//! per-worker ingress rings, and the cloneable [`Runtime`] handle.
+//! The shared side of a runtime — the slab of slots, the stack pool, the
+//! per-worker ingress rings, death hooks, extension slots — and the
+//! cloneable [`Runtime`] handle.
 //!
 //! Invariants kept here:
-//! - A slot is (re)initialised by exactly one function, `Slot::reset`,
-//!   which every path that recycles a slot calls; a new field added to
-//!   `SlotBody` or `Cold` is reset by construction.
-//! - Finalize order: outcome set and `Done` under the slot lock → stack
-//!   recycled → death notifications → joiners woken → slot reclaimed only
+//! - Finalize order: exit reason set and `Done` under the slot lock →
+//!   stack recycled → death hooks → joiners woken → slot reclaimed only
 //!   when no handle is outstanding.
 //! - A process sits in at most one ready queue or ring at a time (the state
 //!   word's `Queued` transition is what entitles a push), so rings sized to
@@ -15,144 +13,27 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::cell::UnsafeCell;
+use core::any::Any;
 use core::fmt;
 
-use smarm_arch::{Arch, Context, Native};
+use smarm_arch::{Arch, Native};
 use smarm_platform::{ParkToken, Platform, Stack};
 
-use crate::kernel::atomic::{AtomicU8, AtomicUsize, Ordering};
+use crate::kernel::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::kernel::config::{Config, ConfigError};
+use crate::kernel::current;
 use crate::kernel::error::{NoProc, SpawnError};
-use crate::kernel::host::{self, HostHooks, Outcome};
+use crate::kernel::exit::ExitReason;
+use crate::kernel::extension::Extensions;
+use crate::kernel::host::{self, HostHooks};
 use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
-use crate::kernel::process;
+use crate::kernel::preempt::NoPreempt;
 use crate::kernel::ring::{LockedRing, Ring, WakeRing};
+use crate::kernel::slab::{DeathHook, DeathHookId, Entry, Slot, STOP_NONE, STOP_REQUESTED};
 use crate::kernel::spin::RuntimeMutex;
-use crate::kernel::state::{State, StateWord, Unpark};
+use crate::kernel::state::{State, Unpark};
 use crate::kernel::worker::{Worker, WorkerStats};
-use crate::otp::monitor::{DownReason, ExitSignal, LinkAction};
-use crate::otp::registry::Registry;
-use crate::sync::channel::Sender;
-
-/// A boxed process body.
-pub(crate) type Entry = Box<dyn FnOnce() + Send + 'static>;
-
-/// The slot's stop flag values.
-pub(crate) const STOP_NONE: u8 = 0;
-/// A stop was requested and not yet observed.
-pub(crate) const STOP_REQUESTED: u8 = 1;
-/// The stop was observed and is unwinding: observation points stay quiet.
-pub(crate) const STOP_RAISED: u8 = 2;
-
-/// What only the owning worker (and the process itself, which runs on it)
-/// touches: no lock, no atomics.
-pub(crate) struct SlotBody {
-    pub(crate) context: Context,
-    pub(crate) stack: Option<Stack>,
-    pub(crate) entry: Option<Entry>,
-    /// Actor-local values (`ActorLocal`), keyed by the address of their
-    /// static key; dropped with the slot.
-    pub(crate) locals: Vec<(usize, Box<dyn core::any::Any + Send>)>,
-    /// Lowest saved stack pointer seen at a switch out (`usize::MAX` before
-    /// the first): a cheap high-water mark of stack use.
-    pub(crate) low_water: usize,
-}
-
-impl Default for SlotBody {
-    fn default() -> Self {
-        SlotBody {
-            context: Context::empty(),
-            stack: None,
-            entry: None,
-            locals: Vec::new(),
-            low_water: usize::MAX,
-        }
-    }
-}
-
-/// Cold per-slot state, under the slot's leaf lock.
-#[derive(Default)]
-pub(crate) struct Cold {
-    pub(crate) outcome: Option<Outcome>,
-    /// `(pid, epoch)` of processes parked in `join` on this one.
-    pub(crate) joiners: Vec<(Pid, u32)>,
-    /// A [`JoinHandle`] is outstanding: the slot may not be reclaimed.
-    pub(crate) handle: bool,
-    /// The worker has finalized the process.
-    pub(crate) finalized: bool,
-    /// Finalize has delivered the death notifications (monitors, links):
-    /// from here on `join` may return. The outcome alone is not enough — it
-    /// is set before the process switches out for the last time, and on
-    /// another thread a joiner could see it before finalize has run.
-    pub(crate) notified: bool,
-    /// Death hooks run at finalize, after the stack is recycled and before
-    /// joiners are woken (monitors, links).
-    pub(crate) on_death: Vec<DeathHook>,
-    /// Linked processes (both sides record the link).
-    pub(crate) links: Vec<Pid>,
-    /// Where exit signals go while the process traps exits.
-    pub(crate) trap: Option<Sender<ExitSignal>>,
-    /// Why the process was stopped, when a link stopped it.
-    pub(crate) stop_cause: Option<(Pid, DownReason)>,
-}
-
-/// A notification run once when a process dies, with its pid and outcome.
-pub(crate) type DeathHook = Box<dyn FnOnce(Pid, &DownReason) + Send>;
-
-/// One process slot.
-pub(crate) struct Slot {
-    pub(crate) state: StateWord,
-    /// Index of the owning worker; written before the spawn's `claim`
-    /// (whose Release publishes it) and constant while the slot is live.
-    pub(crate) worker: AtomicUsize,
-    pub(crate) stop: AtomicU8,
-    pub(crate) body: UnsafeCell<SlotBody>,
-    pub(crate) cold: RuntimeMutex<Cold>,
-}
-
-// SAFETY: `body` is touched only by the owning worker's driver (and the
-// process it runs, on the same driver), or by a spawner that holds the slot
-// exclusively (popped from the free list, state Vacant) before the `claim`
-// that publishes it; everything else is atomic or behind `cold`'s lock.
-unsafe impl Sync for Slot {}
-// SAFETY: as above; a slot moves between threads only inside the slab.
-unsafe impl Send for Slot {}
-
-impl Slot {
-    fn new() -> Slot {
-        Slot {
-            // Generations start at 1 so that no pid's overflow tag
-            // (`(generation << 32) | index`) is 0, the platform's "unknown".
-            state: StateWord::new(1),
-            worker: AtomicUsize::new(0),
-            stop: AtomicU8::new(STOP_NONE),
-            body: UnsafeCell::new(SlotBody::default()),
-            cold: RuntimeMutex::leaf(Cold::default()),
-        }
-    }
-
-    /// Returns the slot to its vacant contents — the one place that does.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns the slot's body: the process is `Done` and finalized
-    /// (or the slot was never used) and no driver will touch `body` again
-    /// until the next spawn claims the slot.
-    unsafe fn reset(&self, cold: &mut Cold) {
-        // SAFETY: exclusive ownership of `body` per this fn's contract.
-        unsafe { *self.body.get() = SlotBody::default() };
-        *cold = Cold::default();
-        self.stop.store(STOP_NONE, Ordering::Relaxed);
-        self.worker.store(0, Ordering::Relaxed);
-    }
-
-    pub(crate) fn generation(&self) -> u32 {
-        self.state.snapshot().generation()
-    }
-}
-
 /// Per-worker shared state: the producer side of its ingress rings.
 pub(crate) struct WorkerShared {
     /// Wakes from other drivers: slot indices now `Queued`.
@@ -206,9 +87,10 @@ pub(crate) struct Shared {
     rr: AtomicUsize,
     /// `config.timeslice` in `Arch::timestamp` ticks.
     pub(crate) timeslice_ticks: u64,
-    next_monitor: crate::kernel::atomic::AtomicU64,
-    /// Registered names (a leaf lock).
-    pub(crate) registry: RuntimeMutex<Registry>,
+    /// Source of death-hook ids (and so of monitor ids).
+    next_hook: AtomicU64,
+    /// Per-runtime values of the layers above the kernel.
+    extensions: Extensions,
 }
 
 impl fmt::Debug for Shared {
@@ -305,8 +187,8 @@ impl RuntimeParts {
             external: AtomicUsize::new(0),
             rr: AtomicUsize::new(0),
             timeslice_ticks,
-            next_monitor: crate::kernel::atomic::AtomicU64::new(1),
-            registry: RuntimeMutex::leaf(Registry::default()),
+            next_hook: AtomicU64::new(1),
+            extensions: Extensions::default(),
         });
         let workers = (0..shared.workers.len()).map(|id| Worker::new(id, shared.clone())).collect();
         Ok(RuntimeParts { runtime: Runtime { shared }, workers })
@@ -359,14 +241,15 @@ impl Shared {
         self.external.load(Ordering::Acquire)
     }
 
-    /// Spawns `entry` on worker `worker`.
-    pub(crate) fn spawn_on(self: &Arc<Self>, worker: usize, entry: Entry) -> Result<JoinHandle, SpawnError> {
+    /// Spawns `entry` on worker `worker`. The slot keeps a handle mark: the
+    /// caller owns the right to its outcome (a `JoinHandle`).
+    pub(crate) fn spawn_on(&self, worker: usize, entry: Entry) -> Result<Pid, SpawnError> {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
         }
         // The platform's stack allocator takes its own locks and may
         // allocate: a preempting allocator must not switch us out in there.
-        let _np = process::NoPreempt::new();
+        let _np = NoPreempt::new();
         let index = self.free.lock().pop().ok_or(SpawnError::Full)?;
         let stack = match self.take_stack() {
             Ok(stack) => stack,
@@ -381,7 +264,8 @@ impl Shared {
         //    owned by `stack`, which the slot keeps until the process is
         //    finalized (it never runs after that);
         //    2. `process::entry` never returns.
-        let context = unsafe { Native::init_context(stack.top(), process::entry, index as usize) };
+        let context =
+            unsafe { Native::init_context(stack.top(), crate::kernel::process::entry, index as usize) };
         // SAFETY: we popped `index` from the free list, so the slot is
         // Vacant and ours alone until `claim` publishes it.
         unsafe {
@@ -400,20 +284,23 @@ impl Shared {
         self.live.fetch_add(1, Ordering::AcqRel);
         let pid = Pid::from_parts(index, generation);
         self.route_spawn(worker, index);
-        Ok(JoinHandle::new(pid, self.clone()))
+        Ok(pid)
     }
 
     fn route_spawn(&self, worker: usize, index: u32) {
-        if let Some(core) = crate::kernel::worker::current_core_of(self, worker) {
-            // SAFETY: `current_core_of` returned the calling driver's own
-            // worker, which is not borrowed across this call.
-            unsafe { crate::kernel::worker::push_spawned(core, index) };
+        let local = current::with(|core| {
+            core.is(self, worker) && {
+                core.push_spawned(index);
+                true
+            }
+        });
+        if local == Some(true) {
             return;
         }
         let ring = &self.workers[worker].spawn;
         // Queue operations run with preemption disabled: a producer switched
         // out mid-publish would stall the consumer behind its cell.
-        let _np = process::NoPreempt::new();
+        let _np = NoPreempt::new();
         let pushed = ring.push(index);
         assert!(pushed.is_ok(), "spawn ring overflow: a process was enqueued twice");
         self.notify(worker);
@@ -472,14 +359,17 @@ impl Shared {
     /// local ready queue when we are its driver, else its wake ring.
     fn enqueue(&self, slot: &Slot, index: u32) {
         let worker = slot.worker.load(Ordering::Relaxed);
-        if let Some(core) = crate::kernel::worker::current_core_of(self, worker) {
-            // SAFETY: the calling driver's own worker, not borrowed across
-            // this call.
-            unsafe { crate::kernel::worker::push_ready(core, index) };
+        let local = current::with(|core| {
+            core.is(self, worker) && {
+                core.push_ready(index);
+                true
+            }
+        });
+        if local == Some(true) {
             return;
         }
         // Preemption disabled across the push (see `route_spawn`).
-        let _np = process::NoPreempt::new();
+        let _np = NoPreempt::new();
         let pushed = self.workers[worker].wake.push(index);
         assert!(pushed.is_ok(), "wake ring overflow: a process was enqueued twice");
         self.notify(worker);
@@ -493,13 +383,15 @@ impl Shared {
 
     /// Sets the stop flag of `pid` and wakes it: the one wildcard wake.
     pub(crate) fn request_stop(&self, pid: Pid) -> Result<(), NoProc> {
-        self.request_stop_because(pid, None)
+        self.request_stop_with(pid, None)
     }
 
-    /// `request_stop`, recording why (a link) for the process's monitors.
-    fn request_stop_because(&self, pid: Pid, cause: Option<(Pid, DownReason)>) -> Result<(), NoProc> {
+    /// `request_stop`, recording the reason the process's death will
+    /// report if it ends stopped (`None`: plain `Stopped`). The first
+    /// recorded reason wins.
+    pub(crate) fn request_stop_with(&self, pid: Pid, reason: Option<ExitReason>) -> Result<(), NoProc> {
         let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
-        let _np = process::NoPreempt::new();
+        let _np = NoPreempt::new();
         {
             // Under the slot lock, so a concurrent reclaim (which resets the
             // flag and moves the generation on under the same lock) cannot
@@ -508,12 +400,12 @@ impl Shared {
             let snap = slot.state.snapshot();
             if snap.generation() != pid.generation()
                 || matches!(snap.state(), State::Vacant | State::Done)
-                || cold.outcome.is_some()
+                || cold.exit.is_some()
             {
                 return Err(NoProc(pid));
             }
-            if cold.stop_cause.is_none() && slot.stop.load(Ordering::Acquire) == STOP_NONE {
-                cold.stop_cause = cause;
+            if cold.stop_reason.is_none() && slot.stop.load(Ordering::Acquire) == STOP_NONE {
+                cold.stop_reason = reason;
             }
             let _ =
                 slot.stop.compare_exchange(STOP_NONE, STOP_REQUESTED, Ordering::AcqRel, Ordering::Acquire);
@@ -522,75 +414,15 @@ impl Shared {
         Ok(())
     }
 
-    pub(crate) fn next_monitor_id(&self) -> u64 {
-        self.next_monitor.fetch_add(1, Ordering::Relaxed)
+    /// A fresh id for a death hook (or a monitor).
+    pub(crate) fn next_hook_id(&self) -> u64 {
+        self.next_hook.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Runs `f` on the cold state of a live `pid` (`Err` if it is dead).
-    fn with_live_cold<R>(&self, pid: Pid, f: impl FnOnce(&mut Cold) -> R) -> Result<R, NoProc> {
-        let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
-        let mut cold = slot.cold.lock();
-        let snap = slot.state.snapshot();
-        if snap.generation() != pid.generation() || snap.state() == State::Vacant || cold.outcome.is_some() {
-            return Err(NoProc(pid));
-        }
-        Ok(f(&mut cold))
-    }
-
-    /// Links `a` and `b` (both sides record it; one leaf lock at a time).
-    pub(crate) fn link(&self, a: Pid, b: Pid) -> Result<(), NoProc> {
-        if a == b {
-            return self.with_live_cold(a, |_| ());
-        }
-        self.with_live_cold(a, |cold| {
-            if !cold.links.contains(&b) {
-                cold.links.push(b);
-            }
-        })?;
-        let linked = self.with_live_cold(b, |cold| {
-            if !cold.links.contains(&a) {
-                cold.links.push(a);
-            }
-        });
-        if linked.is_err() {
-            // `b` is dead: undo our side; its finalize never saw us.
-            let _ = self.with_live_cold(a, |cold| cold.links.retain(|p| *p != b));
-        }
-        linked
-    }
-
-    /// Removes the link between `a` and `b` on both sides.
-    pub(crate) fn unlink(&self, a: Pid, b: Pid) {
-        let _ = self.with_live_cold(a, |cold| cold.links.retain(|p| *p != b));
-        let _ = self.with_live_cold(b, |cold| cold.links.retain(|p| *p != a));
-    }
-
-    /// Installs the trap-exit sender of a live process.
-    pub(crate) fn set_trap(&self, pid: Pid, tx: Sender<ExitSignal>) -> Result<(), NoProc> {
-        self.with_live_cold(pid, |cold| cold.trap = Some(tx))
-    }
-
-    /// Tells linked `peer` that `dead` died with `reason`.
-    fn propagate_exit(&self, peer: Pid, dead: Pid, reason: &DownReason) {
-        let action = self
-            .with_live_cold(peer, |cold| {
-                cold.links.retain(|p| *p != dead);
-                match (&cold.trap, reason.is_abnormal()) {
-                    (_, false) => LinkAction::Nothing,
-                    (Some(tx), true) => LinkAction::Signal(tx.clone()),
-                    (None, true) => LinkAction::Stop,
-                }
-            })
-            .unwrap_or(LinkAction::Nothing);
-        match action {
-            LinkAction::Nothing => {}
-            LinkAction::Signal(tx) => {
-                let _ = tx.send(ExitSignal { from: dead, reason: reason.clone() });
-            }
-            LinkAction::Stop => {
-                let _ = self.request_stop_because(peer, Some((dead, reason.clone())));
-            }
-        }
+    /// The runtime's extension value of type `T`, made by `init` on first
+    /// use.
+    pub(crate) fn extension<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        self.extensions.get_or_init(init)
     }
 
     /// Runs the finalize sequence for a process that has switched out for
@@ -608,9 +440,9 @@ impl Shared {
             self.trim_if_deep(&stack, low_water);
             self.recycle_stack(stack);
         }
-        let (reason, hooks, links, trap) = {
+        let (reason, hooks) = {
             let mut cold = slot.cold.lock();
-            if cold.on_death.is_empty() && cold.links.is_empty() && cold.trap.is_none() {
+            if cold.death_hooks.is_empty() {
                 // Nobody to notify (the common case): everything the three
                 // steps below do under the lock happens in this one section.
                 cold.notified = true;
@@ -627,19 +459,13 @@ impl Shared {
                 }
                 return;
             }
-            // The outcome was set (under this lock) by the exiting process;
-            // from then on no death hook or link can be added.
-            let outcome = cold.outcome.clone().unwrap_or(Outcome::Normal);
-            let reason = DownReason::from_outcome(&outcome, cold.stop_cause.as_ref());
-            (reason, core::mem::take(&mut cold.on_death), core::mem::take(&mut cold.links), cold.trap.take())
+            // The exit reason was set (under this lock) by the exiting
+            // process; from then on no death hook can be added.
+            let reason = cold.exit.clone().unwrap_or(ExitReason::Normal);
+            (reason, core::mem::take(&mut cold.death_hooks))
         };
-        // Outside the slot lock: dropping a sender may take a channel lock.
-        drop(trap);
-        for hook in hooks {
-            hook(pid, &reason);
-        }
-        for peer in links {
-            self.propagate_exit(peer, pid, &reason);
+        for (_, hook) in hooks {
+            hook(self, pid, &reason);
         }
         // Notifications are out: joiners may go. Those that arrive from now
         // on return at once; those that came before are taken here.
@@ -679,29 +505,54 @@ impl Shared {
     /// Returns a finalized slot with no outstanding handle to the free list.
     pub(crate) fn reclaim(&self, index: u32, generation: u32) {
         let slot = &self.slots[index as usize];
-        {
+        let unjoined = {
             let mut cold = slot.cold.lock();
             debug_assert!(cold.finalized && !cold.handle);
+            // A value nobody joined is dropped after the lock (its
+            // destructor may take locks).
+            let unjoined = cold.value.take();
             // SAFETY: finalized and unhandled: no one else touches the body.
             unsafe { slot.reset(&mut cold) };
             // The generation moves on under the slot lock (see request_stop).
             let reclaimed = slot.state.reclaim(generation);
             debug_assert!(reclaimed.is_ok(), "reclaim of a slot that is not Done({generation})");
-        }
+            unjoined
+        };
+        drop(unjoined);
         self.free.lock().push(index);
     }
 
-    /// Registers a death hook on a live process; `Err` with the hook back
-    /// if it has already died (or the pid is stale).
-    pub(crate) fn on_death(&self, pid: Pid, hook: DeathHook) -> Result<(), DeathHook> {
+    /// Registers a death hook on a live process and returns its id; `Err`
+    /// with the hook back if the process has already died (or the pid is
+    /// stale).
+    pub(crate) fn on_death(&self, pid: Pid, hook: DeathHook) -> Result<DeathHookId, DeathHook> {
         let Some(slot) = self.slot(pid.index()) else { return Err(hook) };
+        let id = DeathHookId(self.next_hook_id());
         let mut cold = slot.cold.lock();
         let snap = slot.state.snapshot();
-        if snap.generation() != pid.generation() || snap.state() == State::Vacant || cold.outcome.is_some() {
+        if snap.generation() != pid.generation() || snap.state() == State::Vacant || cold.exit.is_some() {
             return Err(hook);
         }
-        cold.on_death.push(hook);
-        Ok(())
+        cold.death_hooks.push((id, hook));
+        Ok(id)
+    }
+
+    /// Removes death hook `id` from `pid`; `true` if it was removed before
+    /// it ran (it never will), `false` if it has run, is running, or was
+    /// never there.
+    pub(crate) fn remove_death_hook(&self, pid: Pid, id: DeathHookId) -> bool {
+        let Some(slot) = self.slot(pid.index()) else { return false };
+        let removed = {
+            let mut cold = slot.cold.lock();
+            if slot.state.snapshot().generation() != pid.generation() {
+                return false;
+            }
+            let position = cold.death_hooks.iter().position(|(hook, _)| *hook == id);
+            // `remove`, not `swap_remove`: hooks run in registration order.
+            position.map(|i| cold.death_hooks.remove(i).1)
+        };
+        // Dropped outside the slot lock: a hook's captures may take locks.
+        removed.is_some()
     }
 
     /// Whether `pid` names a process that has not been finalized.
@@ -746,19 +597,24 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Spawns `f` as a process on the next worker, round-robin.
-    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<JoinHandle, SpawnError> {
+    /// Spawns `f` as a process on the next worker, round-robin. Its return
+    /// value is what [`JoinHandle::join`] gives back.
+    pub fn spawn<T, F>(&self, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
         let worker = self.shared.next_worker();
-        self.shared.spawn_on(worker, Box::new(f))
+        JoinHandle::spawn(&self.shared, worker, f)
     }
 
     /// Spawns `f` as a process on worker `worker`.
-    pub fn spawn_on<F: FnOnce() + Send + 'static>(
-        &self,
-        worker: usize,
-        f: F,
-    ) -> Result<JoinHandle, SpawnError> {
-        self.shared.spawn_on(worker, Box::new(f))
+    pub fn spawn_on<T, F>(&self, worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        JoinHandle::spawn(&self.shared, worker, f)
     }
 
     /// Asks `pid` to stop: it unwinds at its next observation point (a

@@ -7,6 +7,7 @@
 //! switched out mid-section would stall every other contender.
 
 use crate::kernel::atomic::{spin_loop, AtomicBool, Ordering, UnsafeCell};
+use crate::kernel::preempt::{self, LockClass, NoPreempt};
 
 /// A spin lock protecting a `T`.
 #[derive(Debug)]
@@ -102,19 +103,6 @@ impl<T> Drop for SpinGuard<'_, T> {
     }
 }
 
-/// The two classes of runtime lock. The order is Leaf → Channel, at most
-/// one of each held at once: a channel lock may be taken under a leaf lock
-/// (finalize clones senders that live in slots), nothing is taken under a
-/// channel lock, and two leaves never nest. Checked with `debug_assert!` at
-/// every acquisition made on a worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockClass {
-    /// Cold per-slot state, free list, stack pool, registry.
-    Leaf,
-    /// A channel's (or actor mutex's) state.
-    Channel,
-}
-
 /// A runtime lock: a [`SpinLock`] of a [`LockClass`] whose guard also
 /// disables preemption for its span.
 #[derive(Debug)]
@@ -136,9 +124,9 @@ impl<T> RuntimeMutex<T> {
 
     /// Takes the lock (preemption disabled until the guard drops).
     pub fn lock(&self) -> RuntimeGuard<'_, T> {
-        let preempt = crate::kernel::process::NoPreempt::new();
-        crate::kernel::worker::note_lock_acquired(preempt.core(), self.class);
-        RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: preempt }
+        let no_preempt = NoPreempt::new();
+        preempt::note_lock_acquired(self.class);
+        RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: no_preempt }
     }
 
     /// Mutable access without locking.
@@ -155,7 +143,7 @@ pub struct RuntimeGuard<'a, T> {
     class: LockClass,
     // Dropped after `guard` (fields drop in order): preemption comes back
     // only once the lock is free.
-    _preempt: crate::kernel::process::NoPreempt,
+    _preempt: NoPreempt,
 }
 
 impl<T> core::ops::Deref for RuntimeGuard<'_, T> {
@@ -173,6 +161,6 @@ impl<T> core::ops::DerefMut for RuntimeGuard<'_, T> {
 
 impl<T> Drop for RuntimeGuard<'_, T> {
     fn drop(&mut self) {
-        crate::kernel::worker::note_lock_released(self._preempt.core(), self.class);
+        preempt::note_lock_released(self.class);
     }
 }

@@ -16,32 +16,20 @@
 //! that, after the process's own destructors have run.
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use core::cell::RefCell;
 use core::fmt;
-use core::ptr;
 
 use crate::kernel::error::NotInProcess;
-use crate::kernel::process::NoPreempt;
-use crate::kernel::runtime::Shared;
-use crate::kernel::worker::current_core;
+use crate::kernel::preempt::NoPreempt;
 
 /// The running process's table of locals.
 type Locals = Vec<(usize, Box<dyn Any + Send>)>;
 
 /// The locals of the process running on this thread.
 fn running_locals() -> Option<*mut Locals> {
-    let core = current_core()?;
-    // SAFETY: the current core is live for the enclosing pass.
-    let (index, _) = unsafe { (*core).running }?;
-    // SAFETY: the core holds an Arc to the runtime for its whole life.
-    let shared: &Shared = unsafe { &*Arc::as_ptr(&(*core).shared) };
-    let slot = shared.slot(index)?;
-    // SAFETY: the running process owns its slot body; no reference to the
-    // body is made, only a pointer to one field.
-    Some(unsafe { ptr::addr_of_mut!((*slot.body.get()).locals) })
+    crate::kernel::process::running_locals()
 }
 
 /// A per-process value of type `T`, declared as a `static` (usually with

@@ -6,6 +6,7 @@
 //! extension slots, and every wait is a [`crate::sync`] channel or select.
 
 pub mod gen_server;
+pub mod link;
 pub mod local;
 pub mod monitor;
 pub mod registry;

@@ -1,77 +1,23 @@
-//! Monitors, links and exit trapping (ROADMAP v0.4 §3, v0.5).
+//! Monitors: one-way, one-shot notice of a process's death.
 //!
-//! A **monitor** is one-way and one-shot: `monitor(pid)` returns a
-//! [`Monitor`] whose receiver gets exactly one [`Down`] when the target
-//! dies (or at once, with [`DownReason::NoProc`], if it is already dead).
-//! A **link** is two-way: when either side dies abnormally (anything but a
-//! normal return), the other is stopped — unless it traps exits, in which
-//! case it receives an [`ExitSignal`] on the receiver [`trap_exit`]
-//! returned. A normal exit does not propagate.
+//! `monitor(pid)` returns a [`Monitor`] whose receiver gets exactly one
+//! [`Down`] when the target dies (or at once, with [`ExitReason::NoProc`],
+//! if it is already dead). A monitor is a kernel death hook that sends the
+//! `Down`; [`demonitor`] removes the hook, so a monitor dropped early costs
+//! nothing at the target's death.
 //!
 //! Death notifications are delivered by the dead process's worker during
-//! finalize, before the slot is reclaimed.
+//! finalize, before the slot is reclaimed and before `join` returns.
 
 use alloc::boxed::Box;
-use alloc::string::String;
-use alloc::sync::Arc;
-use core::fmt;
+use alloc::sync::{Arc, Weak};
 
 use crate::kernel::atomic::{spin_loop, AtomicU8, Ordering};
-use crate::kernel::error::NoProc;
-use crate::kernel::host::Outcome;
+use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
-use crate::sync::channel::{channel, Receiver, Sender};
-
-/// Why a process died, as its monitors and linked peers see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DownReason {
-    /// Its body returned.
-    Normal,
-    /// It was stopped (`request_stop`).
-    Stopped,
-    /// It panicked; the message.
-    Panicked(String),
-    /// It was stopped because a linked process died abnormally.
-    Linked {
-        /// The linked process that died.
-        peer: Pid,
-        /// Why it died.
-        reason: Box<DownReason>,
-    },
-    /// It did not exist when the monitor (or link) was made.
-    NoProc,
-}
-
-impl DownReason {
-    /// Whether this death propagates over links (anything but `Normal`).
-    pub fn is_abnormal(&self) -> bool {
-        !matches!(self, DownReason::Normal)
-    }
-
-    pub(crate) fn from_outcome(outcome: &Outcome, cause: Option<&(Pid, DownReason)>) -> DownReason {
-        match (outcome, cause) {
-            (Outcome::Normal, _) => DownReason::Normal,
-            (Outcome::Stopped, Some((peer, reason))) => {
-                DownReason::Linked { peer: *peer, reason: Box::new(reason.clone()) }
-            }
-            (Outcome::Stopped, None) => DownReason::Stopped,
-            (Outcome::Panicked(m), _) => DownReason::Panicked(m.clone()),
-        }
-    }
-}
-
-impl fmt::Display for DownReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DownReason::Normal => f.write_str("normal"),
-            DownReason::Stopped => f.write_str("stopped"),
-            DownReason::Panicked(m) => write!(f, "panicked: {m}"),
-            DownReason::Linked { peer, reason } => write!(f, "linked process {peer} died ({reason})"),
-            DownReason::NoProc => f.write_str("noproc"),
-        }
-    }
-}
+use crate::kernel::slab::DeathHookId;
+use crate::sync::channel::{channel, Receiver};
 
 /// Identifies one monitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,7 +31,7 @@ pub struct Down {
     /// The process that died.
     pub pid: Pid,
     /// Why.
-    pub reason: DownReason,
+    pub reason: ExitReason,
 }
 
 /// A live monitor: its `rx` receives one [`Down`].
@@ -98,6 +44,10 @@ pub struct Monitor {
     /// Where the `Down` arrives.
     pub rx: Receiver<Down>,
     state: Arc<AtomicU8>,
+    /// The death hook behind the monitor, and the runtime it lives in
+    /// (`None` when the target was dead at once). Weak: a monitor does not
+    /// keep its runtime alive.
+    hook: Option<(Weak<Shared>, DeathHookId)>,
 }
 
 // A monitor's delivery state: flags in one `AtomicU8`, changed only by RMW.
@@ -114,41 +64,20 @@ const DELIVERED: u8 = 2;
 /// `demonitor` was called.
 const CANCELLED: u8 = 4;
 
-/// The message a process trapping exits receives when a linked process
-/// dies abnormally.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExitSignal {
-    /// The linked process that died.
-    pub from: Pid,
-    /// Why it died.
-    pub reason: DownReason,
-}
-
 impl Runtime {
     /// Monitors `target`: one [`Down`] arrives on the returned monitor's
     /// receiver when it dies — at once, with `NoProc`, if it already has.
     pub fn monitor(&self, target: Pid) -> Monitor {
         monitor_in(&self.shared, target)
     }
-
-    /// Links two processes: if either dies abnormally the other is stopped
-    /// (or, if it traps exits, told). `Err(NoProc)` if either is dead.
-    pub fn link(&self, a: Pid, b: Pid) -> Result<(), NoProc> {
-        self.shared.link(a, b)
-    }
-
-    /// Removes the link between `a` and `b`, if any.
-    pub fn unlink(&self, a: Pid, b: Pid) {
-        self.shared.unlink(a, b);
-    }
 }
 
 fn monitor_in(shared: &Arc<Shared>, target: Pid) -> Monitor {
-    let id = MonitorId(shared.next_monitor_id());
+    let id = MonitorId(shared.next_hook_id());
     let (tx, rx) = channel::<Down>();
     let state = Arc::new(AtomicU8::new(0));
     let hook_state = state.clone();
-    let hook = Box::new(move |pid: Pid, reason: &DownReason| {
+    let hook = Box::new(move |_: &Shared, pid: Pid, reason: &ExitReason| {
         // AcqRel/Acquire: the claim and demonitor's cancel are RMWs on one
         // word, so exactly one of them wins.
         if hook_state.compare_exchange(0, FIRING, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -157,10 +86,14 @@ fn monitor_in(shared: &Arc<Shared>, target: Pid) -> Monitor {
             hook_state.fetch_or(DELIVERED, Ordering::Release);
         }
     });
-    if let Err(hook) = shared.on_death(target, hook) {
-        hook(target, &DownReason::NoProc);
-    }
-    Monitor { id, target, rx, state }
+    let hook = match shared.on_death(target, hook) {
+        Ok(hook_id) => Some((Arc::downgrade(shared), hook_id)),
+        Err(hook) => {
+            hook(shared, target, &ExitReason::NoProc);
+            None
+        }
+    };
+    Monitor { id, target, rx, state, hook }
 }
 
 /// Monitors `target` from the calling process's runtime. Outside a process
@@ -171,8 +104,14 @@ pub fn monitor(target: Pid) -> Monitor {
         Some(rt) => rt.monitor(target),
         None => {
             let (tx, rx) = channel();
-            let _ = tx.send(Down { id: MonitorId(0), pid: target, reason: DownReason::NoProc });
-            Monitor { id: MonitorId(0), target, rx, state: Arc::new(AtomicU8::new(FIRING | DELIVERED)) }
+            let _ = tx.send(Down { id: MonitorId(0), pid: target, reason: ExitReason::NoProc });
+            Monitor {
+                id: MonitorId(0),
+                target,
+                rx,
+                state: Arc::new(AtomicU8::new(FIRING | DELIVERED)),
+                hook: None,
+            }
         }
     }
 }
@@ -184,6 +123,13 @@ pub fn demonitor(monitor: &Monitor) -> bool {
     let previous = monitor.state.fetch_or(CANCELLED, Ordering::AcqRel);
     if previous == 0 {
         // Cancelled before any delivery was claimed: no Down will come.
+        // The hook is dead weight now; take it off the target (if it is
+        // running right now it finds CANCELLED and sends nothing).
+        if let Some((shared, hook)) = &monitor.hook {
+            if let Some(shared) = shared.upgrade() {
+                shared.remove_death_hook(monitor.target, *hook);
+            }
+        }
         return true;
     }
     if previous & FIRING != 0 {
@@ -196,41 +142,4 @@ pub fn demonitor(monitor: &Monitor) -> bool {
     }
     let _ = monitor.rx.try_recv();
     false
-}
-
-/// Links the calling process with `peer` (see [`Runtime::link`]). Linking
-/// to a dead or stale pid is `Err(NoProc)`, as Erlang's `noproc`.
-pub fn link(peer: Pid) -> Result<(), NoProc> {
-    let me = crate::kernel::process::self_pid().ok_or(NoProc(peer))?;
-    let rt = crate::kernel::process::current_runtime().ok_or(NoProc(peer))?;
-    rt.link(me, peer)
-}
-
-/// Removes the calling process's link with `peer`, if any: a death after
-/// this sends no signal either way.
-pub fn unlink(peer: Pid) {
-    if let (Some(me), Some(rt)) =
-        (crate::kernel::process::self_pid(), crate::kernel::process::current_runtime())
-    {
-        rt.unlink(me, peer);
-    }
-}
-
-/// Makes the calling process trap exits: from now on an abnormal death of
-/// a linked process arrives as an [`ExitSignal`] on the returned receiver
-/// instead of stopping it. Calling it again replaces the receiver. `None`
-/// outside a process.
-pub fn trap_exit() -> Option<Receiver<ExitSignal>> {
-    let me = crate::kernel::process::self_pid()?;
-    let rt = crate::kernel::process::current_runtime()?;
-    let (tx, rx) = channel();
-    rt.shared.set_trap(me, tx).ok()?;
-    Some(rx)
-}
-
-/// What finalize does for one linked peer of a dead process.
-pub(crate) enum LinkAction {
-    Nothing,
-    Signal(Sender<ExitSignal>),
-    Stop,
 }

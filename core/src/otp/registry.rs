@@ -1,5 +1,6 @@
-//! Named processes (ROADMAP v0.6 §2): a bimap from names to pids under one
-//! leaf lock — one name per pid and one pid per name.
+//! Named processes: a bimap from names to pids under one leaf lock — one
+//! name per pid and one pid per name. The table is a per-runtime extension
+//! slot.
 //!
 //! Liveness rides the generation-checked state word (pids are never
 //! reused), so cleanup is lazy: a binding whose process has died behaves as
@@ -11,7 +12,10 @@ use alloc::string::{String, ToString};
 use core::fmt;
 
 use crate::kernel::pid::Pid;
+use alloc::sync::Arc;
+
 use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::spin::RuntimeMutex;
 
 /// The two maps, kept exact inverses of each other.
 #[derive(Debug, Default)]
@@ -67,11 +71,17 @@ impl fmt::Display for RegisterError {
 impl core::error::Error for RegisterError {}
 
 impl Shared {
+    /// The runtime's name table.
+    fn registry(&self) -> Arc<RuntimeMutex<Registry>> {
+        self.extension(|| RuntimeMutex::leaf(Registry::default()))
+    }
+
     fn register(&self, name: &str, pid: Pid) -> Result<(), RegisterError> {
         if !self.is_alive(pid) {
             return Err(RegisterError::NoProc(pid));
         }
-        let mut reg = self.registry.lock();
+        let registry = self.registry();
+        let mut reg = registry.lock();
         if let Some(&holder) = reg.by_name.get(name) {
             if holder == pid {
                 return Ok(());
@@ -91,7 +101,8 @@ impl Shared {
     }
 
     fn whereis(&self, name: &str) -> Option<Pid> {
-        let mut reg = self.registry.lock();
+        let registry = self.registry();
+        let mut reg = registry.lock();
         let pid = *reg.by_name.get(name)?;
         if self.is_alive(pid) {
             Some(pid)
@@ -102,12 +113,13 @@ impl Shared {
     }
 
     fn unregister(&self, name: &str) -> Option<Pid> {
-        let pid = self.registry.lock().remove_name(name)?;
+        let pid = self.registry().lock().remove_name(name)?;
         self.is_alive(pid).then_some(pid)
     }
 
     fn name_of(&self, pid: Pid) -> Option<String> {
-        let mut reg = self.registry.lock();
+        let registry = self.registry();
+        let mut reg = registry.lock();
         let name = reg.by_pid.get(&pid)?.clone();
         if self.is_alive(pid) {
             Some(name)

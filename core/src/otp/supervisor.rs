@@ -10,7 +10,7 @@
 //!    `Temporary`: never, and the child is forgotten);
 //! 2. the restart intensity is charged: more than `max_restarts` restarts
 //!    within `within` stop the supervisor itself — it shuts its children
-//!    down and ends abnormally (`DownReason::Panicked` with a message saying
+//!    down and ends abnormally (`ExitReason::Panicked` with a message saying
 //!    so), for its own supervisor to handle;
 //! 3. the [`Strategy`] decides which siblings are cycled with it
 //!    (`OneForOne`: none; `OneForAll`: every running sibling; `RestForOne`:
@@ -72,11 +72,13 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::kernel::error::{JoinError, SpawnError};
+use crate::kernel::exit::ExitReason;
 use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::time::Instant;
-use crate::otp::monitor::{self, DownReason, ExitSignal, Monitor};
+use crate::otp::link::{self, ExitSignal};
+use crate::otp::monitor::{self, Monitor};
 use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
 use crate::sync::select::select;
 
@@ -101,7 +103,7 @@ pub enum Restart {
     #[default]
     Permanent,
     /// Restarted only after an abnormal death (anything but a normal
-    /// return, [`DownReason::is_abnormal`]).
+    /// return, [`ExitReason::is_abnormal`]).
     Transient,
     /// Never restarted; forgotten once it dies.
     Temporary,
@@ -110,7 +112,7 @@ pub enum Restart {
 impl Restart {
     /// Whether a child with this policy is restarted after dying with
     /// `reason`.
-    pub fn restarts_after(self, reason: &DownReason) -> bool {
+    pub fn restarts_after(self, reason: &ExitReason) -> bool {
         match self {
             Restart::Permanent => true,
             Restart::Transient => reason.is_abnormal(),
@@ -596,7 +598,7 @@ impl Drop for State {
 /// The supervisor process's body.
 fn supervise(config: Supervisor, control: Receiver<Control>, init: Sender<Result<(), SupervisorError>>) {
     // Trapping, so a child's crash reaches us as a Down, not as our stop.
-    let trap = monitor::trap_exit();
+    let trap = link::trap_exit();
     let mut state = State {
         strategy: config.strategy,
         max_restarts: config.max_restarts,
@@ -662,7 +664,7 @@ impl State {
                         Err(TryRecvError::Empty) => continue,
                         // The monitor went away without a Down: treat the
                         // child as gone, reason unknown.
-                        Err(TryRecvError::Disconnected) => DownReason::NoProc,
+                        Err(TryRecvError::Disconnected) => ExitReason::NoProc,
                     };
                     if let Err(exit) = self.child_died(index, reason) {
                         return exit;
@@ -733,7 +735,7 @@ impl State {
         // Monitor first: if the child is already gone, the Down says so
         // (NoProc, refined through the handle when there is one).
         let monitor = monitor::monitor(pid);
-        let _ = monitor::link(pid);
+        let _ = link::link(pid);
         entry.running = Some(Running { pid, monitor, stop, handle });
         Ok(pid)
     }
@@ -793,15 +795,14 @@ impl State {
 
     /// Child `index` died with `reason`: apply its restart policy and the
     /// strategy.
-    fn child_died(&mut self, index: usize, reason: DownReason) -> Result<(), Exit> {
+    fn child_died(&mut self, index: usize, reason: ExitReason) -> Result<(), Exit> {
         let Some(running) = self.children[index].running.take() else { return Ok(()) };
         let reason = match (reason, running.handle) {
-            // Gone before we watched it: its handle knows how it ended (a
-            // stop reads as normal here; it cannot be told apart).
-            (DownReason::NoProc, Some(handle)) => match handle.join() {
-                Ok(()) => DownReason::Normal,
-                Err(JoinError::Panicked(message)) => DownReason::Panicked(message),
-                Err(JoinError::NotInProcess) => DownReason::NoProc,
+            // Gone before we watched it: its handle knows how it ended.
+            (ExitReason::NoProc, Some(handle)) => match handle.join() {
+                Ok(()) => ExitReason::Normal,
+                Err(JoinError::Exited(reason)) => reason,
+                Err(JoinError::NotInProcess) => ExitReason::NoProc,
             },
             (reason, _) => reason,
         };
@@ -860,15 +861,15 @@ mod tests {
 
     #[test]
     fn the_restart_policy_decides_on_the_reason() {
-        let panicked = DownReason::Panicked("boom".into());
+        let panicked = ExitReason::Panicked("boom".into());
         for (policy, normal, abnormal) in [
             (Restart::Permanent, true, true),
             (Restart::Transient, false, true),
             (Restart::Temporary, false, false),
         ] {
-            assert_eq!(policy.restarts_after(&DownReason::Normal), normal, "{policy:?}");
+            assert_eq!(policy.restarts_after(&ExitReason::Normal), normal, "{policy:?}");
             assert_eq!(policy.restarts_after(&panicked), abnormal, "{policy:?}");
-            assert_eq!(policy.restarts_after(&DownReason::Stopped), abnormal, "{policy:?}");
+            assert_eq!(policy.restarts_after(&ExitReason::Stopped), abnormal, "{policy:?}");
         }
     }
 

@@ -8,10 +8,10 @@
 //! there is no unwinding on bare metal, so the handler formats the message
 //! into a `String` (the one allocation a panic costs; acceptable here, and a
 //! panic while doing it is caught as a nested panic below) and abandons the
-//! process with `abandon_current(Outcome::Panicked(message))`. The core marks
+//! process with `abandon_current(ExitReason::Panicked(message))`. The core marks
 //! it `Done`, switches back to its worker and never resumes it; the worker
 //! finalizes it exactly as after a hosted `catch_unwind` (monitors get
-//! `DownReason::Panicked(message)`, links propagate, `join` returns
+//! `ExitReason::Panicked(message)`, links propagate, `join` returns
 //! `Err(Panicked)`), and the other processes carry on. Nothing on the
 //! abandoned stack is dropped.
 //!
@@ -26,7 +26,7 @@ use alloc::string::ToString;
 use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use smarm_core::Outcome;
+use smarm_core::ExitReason;
 
 use smarm_arch::aarch64_bare::{exception_class, semihosting_write0, vector_name};
 use smarm_platform::bare::Board;
@@ -114,7 +114,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
                 Some(at) => crate::println!("process {pid} panicked at {at}: {message} (abandoned)"),
                 None => crate::println!("process {pid} panicked: {message} (abandoned)"),
             }
-            smarm_core::abandon_current(Outcome::Panicked(message));
+            smarm_core::abandon_current(ExitReason::Panicked(message));
             // abandon_current returns only when no process is running,
             // which `self_pid` just ruled out: fall through to the fatal
             // report if the core ever breaks that.

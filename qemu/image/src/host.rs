@@ -7,11 +7,11 @@
 //!   ([`aarch64_bare::thread_pointer`]); the boot code clears it on every
 //!   core before Rust runs.
 //! - **Process bodies** run as plain calls: there is nothing to catch, a
-//!   returning body is `Outcome::Normal`. A panicking one never returns:
+//!   returning body is `ExitReason::Normal`. A panicking one never returns:
 //!   the image's panic handler (`fault.rs`) abandons it with
-//!   `Outcome::Panicked`.
+//!   `ExitReason::Panicked`.
 //! - **Stops** cannot unwind either: `raise_stop` abandons the process with
-//!   `Outcome::Stopped`. Nothing on its stack is dropped (see the README's
+//!   `ExitReason::Stopped`. Nothing on its stack is dropped (see the README's
 //!   panic policy for what that leaks).
 //! - **Idle**: the driver parks on the platform, whose bare backend waits in
 //!   [`Board::wait_for_event`](smarm_platform::bare::Board::wait_for_event);
@@ -40,7 +40,9 @@ use alloc::sync::Arc;
 use core::sync::atomic::{fence, AtomicPtr, Ordering};
 
 use smarm_arch::aarch64_bare;
-use smarm_core::{Config, Drivers, HostHooks, Outcome, Runtime, RuntimeParts, SingleThreadRuntime, Worker};
+use smarm_core::{
+    Config, Drivers, ExitReason, HostHooks, Runtime, RuntimeParts, SingleThreadRuntime, Worker,
+};
 use smarm_platform::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError};
 
 use crate::board::{this_core, CORES};
@@ -60,17 +62,17 @@ fn set_current(worker: *mut ()) {
 /// Read by [`HostPlatform::unpark`] on other cores to decide whom to wake.
 static PARKED_ON: [AtomicPtr<ParkToken>; CORES] = [const { AtomicPtr::new(core::ptr::null_mut()) }; CORES];
 
-fn run_process(body: Box<dyn FnOnce() + Send>) -> Outcome {
+fn run_process(body: Box<dyn FnOnce() + Send>) -> ExitReason {
     // No unwinding: a panic does not come back here (the panic handler
     // abandons the process), so reaching the end means a normal return.
     body();
-    Outcome::Normal
+    ExitReason::Normal
 }
 
 fn raise_stop() -> ! {
     // Called at an observation point of the running process, so there is a
     // process to abandon and the call does not return.
-    smarm_core::abandon_current(Outcome::Stopped);
+    smarm_core::abandon_current(ExitReason::Stopped);
     unreachable!("raise_stop outside a process");
 }
 

@@ -19,7 +19,7 @@ use smarm_arch::aarch64_bare::core_index;
 use smarm_arch::{Arch, Native};
 use smarm_core::{
     channel, current_runtime, link, monitor, now, register, request_stop, select_timeout, sleep, spawn,
-    spawn_on, trap_exit, unregister, whereis, yield_now, DownReason, ExitSignal, Instant, JoinError,
+    spawn_on, trap_exit, unregister, whereis, yield_now, ExitReason, ExitSignal, Instant, JoinError,
     JoinHandle, Pid, Receiver, RegisterError, Runtime,
 };
 use smarm_platform::bare::Board;
@@ -63,11 +63,10 @@ fn root_verdict(
     verdict_rx: &Receiver<Result<(), String>>,
 ) -> Result<(), String> {
     match handle.try_join() {
-        Some(Ok(())) => {}
-        Some(Err(error)) => return Err(format!("the root process did not end normally: {error}")),
-        None => return Err("the runtime finished with the root process unfinished".to_string()),
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(format!("the root process did not end normally: {error}")),
+        Err(_) => return Err("the runtime finished with the root process unfinished".to_string()),
     }
-    drop(handle);
     let verdict = verdict_rx
         .try_recv()
         .map_err(|_| "the root process ended without sending its verdict".to_string())?;
@@ -97,28 +96,23 @@ pub fn spawn_join() -> Result<(), String> {
     const PROCESSES: u64 = 1_000;
     with_runtime(|| {
         let start = Native::timestamp();
-        let (tx, rx) = channel::<u64>();
         let mut handles = Vec::with_capacity(PROCESSES as usize);
         for number in 0..PROCESSES {
-            let tx = tx.clone();
-            let handle = spawn(move || {
-                let _ = tx.send(number * number);
-            })
-            .map_err(|error| format!("spawn {number}: {error}"))?;
+            // Each process returns its square through its typed handle.
+            let handle: JoinHandle<u64> =
+                spawn(move || number * number).map_err(|error| format!("spawn {number}: {error}"))?;
             handles.push(handle);
         }
-        drop(tx);
         let runtime = current_runtime().ok_or("no runtime in the root process")?;
         let live_at_peak = runtime.live();
-        for (number, handle) in handles.into_iter().enumerate() {
-            handle.join().map_err(|error| format!("join {number}: {error}"))?;
-        }
-        let elapsed = Native::timestamp() - start;
         let (mut count, mut sum) = (0u64, 0u64);
-        while let Ok(square) = rx.try_recv() {
+        for (number, handle) in handles.into_iter().enumerate() {
+            let square = handle.join().map_err(|error| format!("join {number}: {error}"))?;
+            ensure!(square == (number * number) as u64, "process {number} returned {square}");
             count += 1;
             sum += square;
         }
+        let elapsed = Native::timestamp() - start;
         // Σ n² for n < N = (N-1)·N·(2N-1)/6
         let expected = (PROCESSES - 1) * PROCESSES * (2 * PROCESSES - 1) / 6;
         ensure!(count == PROCESSES, "{count} results arrived, expected {PROCESSES}");
@@ -130,7 +124,7 @@ pub fn spawn_join() -> Result<(), String> {
         );
         crate::println!(
             "spawn_join: {PROCESSES} processes spawned and joined ({live_at_peak} live at peak), \
-             sum of squares {sum} as expected; {elapsed} ticks, {} ticks per spawn+join",
+             sum of their returned squares {sum} as expected; {elapsed} ticks, {} ticks per spawn+join",
             elapsed / PROCESSES
         );
         Ok(())
@@ -297,9 +291,13 @@ pub fn stop() -> Result<(), String> {
         parked_rx.recv().map_err(|_| "the target never started".to_string())?;
         yield_now();
         request_stop(pid).map_err(|error| format!("request_stop: {error}"))?;
-        target.join().map_err(|error| format!("join of the stopped process: {error}"))?;
+        let joined = target.join();
+        ensure!(
+            joined == Err(JoinError::Exited(ExitReason::Stopped)),
+            "join of the stopped process: {joined:?}, expected the stop"
+        );
         let down = watch.rx.recv().map_err(|_| "the monitor delivered nothing".to_string())?;
-        ensure!(down.reason == DownReason::Stopped, "monitor reason {}, expected stopped", down.reason);
+        ensure!(down.reason == ExitReason::Stopped, "monitor reason {}, expected stopped", down.reason);
         ensure!(!reached.load(Ordering::Relaxed), "the stopped process ran past its recv");
         let again = request_stop(pid);
         ensure!(again.is_err(), "a second request_stop of a dead process returned {again:?}");
@@ -368,13 +366,13 @@ pub fn panic() -> Result<(), String> {
         }
         go_tx.send(()).map_err(|_| "the victim is gone before it was told to panic".to_string())?;
 
-        let expected = DownReason::Panicked("boom 42".to_string());
+        let expected = ExitReason::Panicked("boom 42".to_string());
         let down = watch.rx.recv().map_err(|_| "the monitor delivered nothing".to_string())?;
         ensure!(down.pid == victim_pid, "monitor reported {}, expected {victim_pid}", down.pid);
         ensure!(down.reason == expected, "monitor reason {:?}, expected {expected:?}", down.reason);
         let joined = victim.join();
         ensure!(
-            joined == Err(JoinError::Panicked("boom 42".to_string())),
+            joined == Err(JoinError::Exited(ExitReason::Panicked("boom 42".to_string()))),
             "join of the panicked process returned {joined:?}"
         );
         let signal = signal_rx.recv().map_err(|_| "the trapping process got no exit signal".to_string())?;
@@ -385,13 +383,17 @@ pub fn panic() -> Result<(), String> {
         trapper.join().map_err(|error| format!("join trapper: {error}"))?;
         let linked_down = linked_watch.rx.recv().map_err(|_| "no Down for the linked process".to_string())?;
         let expected_linked =
-            DownReason::Linked { peer: victim_pid, reason: alloc::boxed::Box::new(expected) };
+            ExitReason::Linked { peer: victim_pid, reason: alloc::boxed::Box::new(expected) };
         ensure!(
             linked_down.reason == expected_linked,
             "linked process reason {:?}, expected {expected_linked:?}",
             linked_down.reason
         );
-        linked.join().map_err(|error| format!("join linked: {error}"))?;
+        let joined = linked.join();
+        ensure!(
+            joined == Err(JoinError::Exited(expected_linked.clone())),
+            "join linked: {joined:?}, expected {expected_linked:?}"
+        );
 
         let mut sums: Vec<u64> = Vec::new();
         while let Ok(sum) = sum_rx.recv() {

@@ -1,0 +1,36 @@
+//! The one door to the running worker's core.
+//!
+//! While a pass runs, the worker's `WorkerCore` is reached from two places
+//! at once: the pass itself (suspended inside `run` while a process
+//! executes) and the process, which finds the core through the host's
+//! current-worker hook. Both hold shared references; everything in the
+//! core that changes is a `Cell` or `RefCell`, so the two never conflict
+//! and a call made from inside another (an allocation that reaches a
+//! preemption check while a queue grows) is fine. Every access goes
+//! through [`with`]; the switch code uses [`core_ptr`] to reach the saved
+//! contexts.
+
+use core::ptr::NonNull;
+
+use crate::kernel::worker::WorkerCore;
+
+/// The calling thread's current worker core, if a pass is running on it.
+#[inline]
+pub(crate) fn core_ptr() -> Option<NonNull<WorkerCore>> {
+    let hooks = crate::kernel::host::hooks()?;
+    NonNull::new((hooks.get_current)().cast::<WorkerCore>())
+}
+
+/// Runs `f` on the current worker's core; `None` off a worker.
+#[inline]
+pub(crate) fn with<R>(f: impl FnOnce(&WorkerCore) -> R) -> Option<R> {
+    let core = core_ptr()?;
+    // SAFETY: the pointer was registered by `Worker::try_tick` for the pass
+    // now running on this thread, and the core outlives the pass (it is
+    // freed only when the `Worker` drops, which needs `&mut`, impossible
+    // while `try_tick` runs). The core is only ever reached through shared
+    // references, so this one may coexist with the pass's and with any
+    // outer `with` on this thread.
+    let core = unsafe { core.as_ref() };
+    Some(f(core))
+}

@@ -1,0 +1,78 @@
+//! Why a process ended: the one vocabulary for a death.
+//!
+//! A host reports how a process body ended with an [`ExitReason`]
+//! (`Normal`, `Stopped` or `Panicked`); the kernel refines `Stopped` with
+//! the reason the stop was requested with, if any (a linked process's
+//! death arrives as `Linked`); monitors, linked peers and supervisors see
+//! that same value, and [`JoinHandle::join`](crate::kernel::join::JoinHandle::join)
+//! hands every non-normal one back inside [`JoinError::Exited`] through one
+//! `From`.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::fmt;
+
+use crate::kernel::error::JoinError;
+use crate::kernel::pid::Pid;
+
+/// Why a process ended, as its joiner, its monitors and its linked peers
+/// see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Its body returned.
+    Normal,
+    /// It was stopped (`request_stop`), or abandoned by a host without
+    /// unwinding.
+    Stopped,
+    /// It panicked; the panic message.
+    Panicked(String),
+    /// It was stopped because a linked process died abnormally.
+    Linked {
+        /// The linked process that died.
+        peer: Pid,
+        /// Why that process died.
+        reason: Box<ExitReason>,
+    },
+    /// It did not exist when it was monitored or linked to (Erlang's
+    /// `noproc`).
+    NoProc,
+}
+
+impl ExitReason {
+    /// Whether this death propagates over links: anything but `Normal`.
+    pub fn is_abnormal(&self) -> bool {
+        !matches!(self, ExitReason::Normal)
+    }
+
+    /// Whether the process panicked (directly, not through a link).
+    pub fn is_panic(&self) -> bool {
+        matches!(self, ExitReason::Panicked(_))
+    }
+
+    /// The panic message, if the process panicked.
+    pub fn panic_message(&self) -> Option<&str> {
+        match self {
+            ExitReason::Panicked(message) => Some(message),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Normal => f.write_str("normal"),
+            ExitReason::Stopped => f.write_str("stopped"),
+            ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
+            ExitReason::Linked { peer, reason } => write!(f, "linked process {peer} died ({reason})"),
+            ExitReason::NoProc => f.write_str("noproc"),
+        }
+    }
+}
+
+impl From<ExitReason> for JoinError {
+    /// A death without a value, as `join` reports it.
+    fn from(reason: ExitReason) -> JoinError {
+        JoinError::Exited(reason)
+    }
+}
