@@ -1,4 +1,4 @@
-//! ROADMAP v0.5 phase 4, the rings alone: the three wake-ring candidates of
+//! The rings alone: the three wake-ring candidates of
 //! `smarm_core::ring` — [`LockedRing`], [`MpmcRing`] (Vyukov) and
 //! [`StripedRing`] — swept over 1, 2 and 4 threads, with nothing of the
 //! runtime around them.

@@ -1,4 +1,4 @@
-//! ROADMAP v0.5 phase 4, the runtime per wake ring: three workloads on the
+//! The runtime per wake ring: three workloads on the
 //! two-worker [`smarm::Engine`], measured with whichever ring this build's
 //! `rq-*` feature selected. `benches/run.sh` builds and runs this bench
 //! once per feature; each build names its results after the ring it really

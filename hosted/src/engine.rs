@@ -2,7 +2,7 @@
 //! [`Worker`] and calling [`Worker::try_tick`] — no runtime lock and no
 //! shared worker borrow on the hot path (worker spec §3).
 //!
-//! # Idle policy (RFC 004)
+//! # Idle policy
 //!
 //! A driver whose pass did no work first *spins*: it watches its park
 //! token's state word — the word `Platform::unpark` writes whenever

@@ -71,7 +71,7 @@ use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
 
 use smarm_platform::linux::LinuxPlatform;
 
-/// The ROADMAP's entry point for the multi-threaded runtime.
+/// The entry point for the multi-threaded runtime: `smarm::runtime::init(config)`.
 pub mod runtime {
     #![deny(unsafe_code)]
     use crate::{Config, Engine, RunError};

@@ -277,7 +277,7 @@ fn priority(drive: Drive) {
 
 drive_tests!(priority => arms_are_served_downs_then_infos_then_inbox, arms_are_served_downs_then_infos_then_inbox_on_4_workers, arms_are_served_downs_then_infos_then_inbox_on_4_threads);
 
-/// The ROADMAP's motivating pattern: a pool server that spawns its workers
+/// The motivating pattern of gen_server: a pool server that spawns its workers
 /// inside a handler, watches them there, and replaces the ones that crash.
 struct Pool {
     workers: usize,

@@ -82,7 +82,7 @@ const COMPARISONS: &[Comparison] = &[
         peer: "may/coroutines_mpsc",
         goal: 1.0,
     },
-    // ROADMAP v0.5 phase 4: each ring against the default (mpmc), reported.
+    // Each wake ring against the default (mpmc), reported.
     Comparison { group: "rq_micro/pairs/1t", smarm: "mutex", peer: "mpmc", goal: REPORT },
     Comparison { group: "rq_micro/pairs/1t", smarm: "striped", peer: "mpmc", goal: REPORT },
     Comparison { group: "rq_micro/pairs/2t", smarm: "mutex", peer: "mpmc", goal: REPORT },

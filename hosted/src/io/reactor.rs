@@ -15,7 +15,7 @@
 //! last waiter, the poller removes the fd from epoll. So the map holds an
 //! fd exactly while some process waits on it, and so does the kernel.
 //!
-//! Invariant (fd hygiene, ROADMAP v0.8 §3): an entry's waker for a
+//! Invariant (fd hygiene): an entry's waker for a
 //! direction is removed by exactly one of (a) the poller, which then wakes
 //! it, or (b) the waiting process's guard, on unwind, which removes it only
 //! if it still holds that process's `(pid, epoch)` — and whoever empties an

@@ -1,7 +1,7 @@
 //! Wake rings: bounded, non-blocking queues that carry wakes into a worker.
 //!
 //! A wake from another thread reaches the target worker through that
-//! worker's wake ring (DESIGN.md, "Scheduling model"). This module owns the
+//! worker's wake ring. This module owns the
 //! [`Ring`] contract and its three implementations, all compiled in every
 //! build so the benches can compare them:
 //!

@@ -1,0 +1,173 @@
+//! Loom models of the state word's wake protocol: each is a theorem the
+//! scheduler relies on, checked under every interleaving loom explores.
+
+use super::*;
+use loom::sync::Arc;
+use loom::thread;
+
+const G: u32 = 7;
+
+/// A process of incarnation `G` that has been spawned and is running.
+fn running() -> Arc<StateWord> {
+    let w = StateWord::new(G);
+    w.claim(G).unwrap();
+    w.begin_run(G).unwrap();
+    Arc::new(w)
+}
+
+/// The worker's side of an `Enqueue`: wait until the process is queued,
+/// then run it.
+fn run_once_queued(w: &StateWord) {
+    while w.snapshot().state() != State::Queued {
+        thread::yield_now();
+    }
+    w.begin_run(G).unwrap();
+}
+
+#[test]
+fn at_most_one_wake_per_wait() {
+    loom::model(|| {
+        let w = running();
+        let e = w.begin_wait(G);
+        let wakers: [_; 2] = core::array::from_fn(|_| {
+            let w = w.clone();
+            thread::spawn(move || w.unpark_at(G, e))
+        });
+
+        let park = w.park(G);
+        let results = wakers.map(|h| h.join().unwrap());
+        let landed = results.iter().filter(|r| **r != Unpark::Stale).count();
+        assert_eq!(landed, 1, "{results:?}");
+
+        let end = w.snapshot();
+        match park {
+            Park::Parked => {
+                assert!(results.contains(&Unpark::Enqueue), "{results:?}");
+                assert_eq!(end, Snapshot::pack(G, e + 1, State::Queued));
+            }
+            Park::Notified => {
+                assert!(results.contains(&Unpark::Notified), "{results:?}");
+                assert_eq!(end, Snapshot::pack(G, e + 1, State::Running));
+            }
+        }
+    });
+}
+
+#[test]
+fn consumed_epoch_never_wakes() {
+    loom::model(|| {
+        let w = running();
+        let first = w.begin_wait(G);
+        let waker = {
+            let w = w.clone();
+            // The wake of the first wait, then the same stamp again: the
+            // second one races the owner's next wait.
+            thread::spawn(move || (w.unpark_at(G, first), w.unpark_at(G, first)))
+        };
+
+        if w.park(G) == Park::Parked {
+            run_once_queued(&w);
+        }
+        let second = w.begin_wait(G);
+        assert_ne!(second, first);
+        let park = w.park(G);
+
+        let (wake, replay) = waker.join().unwrap();
+        assert_ne!(wake, Unpark::Stale, "the first wait's wake lands");
+        assert_eq!(replay, Unpark::Stale, "a consumed epoch never wakes");
+        assert_eq!(park, Park::Parked, "the second wait saw no wake");
+        assert_eq!(w.snapshot(), Snapshot::pack(G, second, State::Parked));
+        assert_eq!(w.unpark_at(G, second), Unpark::Enqueue, "its own wake still lands");
+    });
+}
+
+#[test]
+fn retire_eats_late_arm_notification() {
+    loom::model(|| {
+        let w = running();
+        let e = w.begin_wait(G);
+        let arm = {
+            let w = w.clone();
+            // A losing arm's registration firing at some point.
+            thread::spawn(move || w.unpark_at(G, e))
+        };
+
+        let ate = w.retire_wait(G);
+        let after = w.snapshot();
+        assert_eq!(after.state(), State::Running, "no notification survives retire_wait");
+        assert_eq!(after.epoch(), if ate { e + 2 } else { e + 1 });
+
+        // A new wait of the same process: the old wake must not short-circuit it.
+        let next = w.begin_wait(G);
+        let park = w.park(G);
+
+        let late = arm.join().unwrap();
+        assert_eq!(late == Unpark::Notified, ate, "the arm landed iff retire_wait ate it");
+        assert_ne!(late, Unpark::Enqueue);
+        assert_eq!(park, Park::Parked);
+        assert_eq!(w.snapshot(), Snapshot::pack(G, next, State::Parked));
+    });
+}
+
+#[test]
+fn park_racing_unpark_never_loses_the_wake() {
+    for wildcard in [false, true] {
+        loom::model(move || {
+            let w = running();
+            let e = w.begin_wait(G);
+            let waker = {
+                let w = w.clone();
+                thread::spawn(move || if wildcard { w.unpark(G) } else { w.unpark_at(G, e) })
+            };
+
+            let park = w.park(G);
+            let wake = waker.join().unwrap();
+            let end = w.snapshot();
+            match (park, wake) {
+                (Park::Parked, Unpark::Enqueue) => {
+                    assert_eq!(end, Snapshot::pack(G, e + 1, State::Queued))
+                }
+                (Park::Notified, Unpark::Notified) => {
+                    assert_eq!(end, Snapshot::pack(G, e + 1, State::Running))
+                }
+                other => panic!("lost or doubled wake: {other:?}, word {end}"),
+            }
+        });
+    }
+}
+
+#[test]
+fn generation_check_is_atomic_with_every_transition() {
+    // The old incarnation is the last one before the generation wraps.
+    const OLD: u32 = u32::MAX;
+    const NEW: u32 = 0;
+    loom::model(|| {
+        let w = StateWord::new(OLD);
+        w.claim(OLD).unwrap();
+        w.begin_run(OLD).unwrap();
+        let stale_epoch = w.begin_wait(OLD);
+        let w = Arc::new(w);
+
+        let stale = {
+            let w = w.clone();
+            thread::spawn(move || (w.unpark_at(OLD, stale_epoch), w.unpark(OLD), w.claim(OLD)))
+        };
+
+        // The old process exits, its slot is reclaimed and reused, and the
+        // new process waits on the very epoch the stale stamp carries.
+        w.finish(OLD);
+        assert_eq!(w.reclaim(OLD), Ok(Snapshot::pack(NEW, 0, State::Vacant)));
+        w.claim(NEW).unwrap();
+        w.begin_run(NEW).unwrap();
+        let epoch = w.begin_wait(NEW);
+        assert_eq!(epoch, stale_epoch, "only the generation tells the two waits apart");
+        let park = w.park(NEW);
+
+        let (at, wildcard, claim) = stale.join().unwrap();
+        assert_eq!(park, Park::Parked, "no stale wake reached the new process");
+        assert!(claim.is_err());
+        assert_ne!(at, Unpark::Enqueue);
+        assert_ne!(wildcard, Unpark::Enqueue);
+        assert_eq!(w.snapshot(), Snapshot::pack(NEW, epoch, State::Parked));
+    });
+}
