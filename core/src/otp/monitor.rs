@@ -9,6 +9,8 @@
 //! Death notifications are delivered by the dead process's worker during
 //! finalize, before the slot is reclaimed and before `join` returns.
 
+#![deny(unsafe_code)]
+
 use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
 

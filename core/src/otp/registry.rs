@@ -7,6 +7,8 @@
 //! absent and is pruned the next time it is touched. `NameTaken` is only
 //! ever reported against a live holder.
 
+#![deny(unsafe_code)]
+
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use core::fmt;
