@@ -139,3 +139,21 @@ fn the_root_value_comes_back_from_run_and_block_on() {
     let engine = smarm::Engine::builder().workers(2).build().unwrap();
     assert_eq!(engine.block_on(|| "engine").unwrap(), "engine");
 }
+
+/// The README's first example, as written there.
+#[test]
+fn readme_first_example() {
+    let sum = smarm::run(|| {
+        let workers: Vec<smarm::JoinHandle<u64>> = (0..10u64)
+            .map(|i| {
+                smarm::spawn(move || {
+                    smarm::sleep(Duration::from_millis(10 - i));
+                    i
+                })
+                .unwrap()
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
+    });
+    assert_eq!(sum, 45);
+}
