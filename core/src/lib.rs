@@ -49,7 +49,7 @@ pub use kernel::single::SingleThreadRuntime;
 pub use kernel::time::Instant;
 pub use kernel::worker::{abandon_current, StatsSnapshot, Worker};
 pub use otp::gen_server::{CallError, GenServer, Server, ServerCtx, ServerRef, TerminateReason, Watcher};
-pub use otp::link::{link, trap_exit, unlink, ExitSignal};
+pub use otp::link::{exit, link, trap_exit, unlink, ExitSignal};
 pub use otp::monitor::{demonitor, monitor, Down, Monitor, MonitorId};
 pub use otp::registry::{name_of, register, unregister, whereis, RegisterError};
 pub use otp::supervisor::{

@@ -59,9 +59,10 @@ pub use smarm_core::{
 /// Process primitives: channels, select, the actor mutex, monitors, links
 /// and the registry (re-exported from `smarm-core`).
 pub use smarm_core::{
-    bounded, channel, demonitor, link, monitor, name_of, register, select, select_timeout, trap_exit, unlink,
-    unregister, whereis, Down, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard, Receiver,
-    RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError, TrySendError,
+    bounded, channel, demonitor, exit, link, monitor, name_of, register, select, select_timeout, trap_exit,
+    unlink, unregister, whereis, Down, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard,
+    Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError,
+    TrySendError,
 };
 pub use smarm_core::{
     CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,

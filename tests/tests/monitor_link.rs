@@ -77,7 +77,8 @@ fn normal_exit_does_not_propagate(drive: Drive) {
         peer.finish();
         assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Normal);
 
-        // Nor does it reach a trapping peer as a signal.
+        // A trapping peer is told, as Erlang's {'EXIT', Pid, normal}, and
+        // lives on.
         let (trapped_tx, trapped_rx) = smarm::channel::<Result<ExitSignal, TryRecvError>>();
         let (linked_tx, linked_rx) = smarm::channel::<Pid>();
         let trapper = smarm::spawn_on(worker_after(workers, 1), move || {
@@ -90,18 +91,21 @@ fn normal_exit_does_not_propagate(drive: Drive) {
             smarm::link(child.pid()).unwrap();
             linked_tx.send(child.pid()).unwrap();
             drop(go_tx);
+            // `join` returns after the death notifications: the signal is
+            // already queued.
             child.join().unwrap();
-            smarm::sleep(ms(2));
+            trapped_tx.send(exits.try_recv()).unwrap();
             trapped_tx.send(exits.try_recv()).unwrap();
         })
         .unwrap();
-        let _child = linked_rx.recv().unwrap();
-        assert_eq!(trapped_rx.recv().unwrap(), Err(TryRecvError::Empty));
+        let child = linked_rx.recv().unwrap();
+        assert_eq!(trapped_rx.recv().unwrap(), Ok(ExitSignal { from: child, reason: ExitReason::Normal }));
+        assert_eq!(trapped_rx.recv().unwrap(), Err(TryRecvError::Empty), "one exit, one signal");
         trapper.join().unwrap();
     });
 }
 
-drive_tests!(normal_exit_does_not_propagate => normal_exit_does_not_kill_a_linked_peer, normal_exit_does_not_kill_a_linked_peer_on_4_workers, normal_exit_does_not_kill_a_linked_peer_on_4_threads);
+drive_tests!(normal_exit_does_not_propagate => normal_exit_does_not_kill_a_linked_peer_but_a_trapper_is_told, normal_exit_does_not_kill_a_linked_peer_on_4_workers, normal_exit_does_not_kill_a_linked_peer_on_4_threads);
 
 fn trapping_peer_gets_exit_signals(drive: Drive) {
     let workers = drive.workers();
@@ -436,11 +440,13 @@ fn join_after_notifications(drive: Drive) {
             let joined = target.join();
             let down = m.rx.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, but no Down: {e}"));
             assert_eq!(down.pid, pid);
+            // A trapping linked process is told of every exit, normal ones
+            // included, before the join returns.
+            let exit =
+                exits.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, no ExitSignal: {e}"));
+            assert_eq!((exit.from, &exit.reason), (pid, &down.reason));
             if round % 2 == 1 {
                 assert!(joined.is_err());
-                let exit =
-                    exits.try_recv().unwrap_or_else(|e| panic!("round {round}: joined, no ExitSignal: {e}"));
-                assert_eq!(exit.from, pid);
             } else {
                 assert_eq!((joined, down.reason), (Ok(()), ExitReason::Normal));
             }
@@ -450,3 +456,86 @@ fn join_after_notifications(drive: Drive) {
 }
 
 drive_tests!(join_after_notifications => join_returns_after_the_death_notifications, join_returns_after_the_death_notifications_on_4_workers, join_returns_after_the_death_notifications_on_4_threads);
+
+/// `exit(pid, reason)` with Erlang's rules, against a trapping and a
+/// non-trapping target on another worker.
+fn exit_signals(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let me = smarm::self_pid().unwrap();
+        // A target that sleeps, optionally trapping exits and forwarding
+        // every signal it gets to us.
+        let spawn_target = |trap: bool, worker: usize| {
+            let (signals_tx, signals) = smarm::channel::<ExitSignal>();
+            let (ready_tx, ready) = smarm::channel::<()>();
+            let handle = smarm::spawn_on(worker, move || {
+                let exits = if trap { smarm::trap_exit() } else { None };
+                ready_tx.send(()).unwrap();
+                loop {
+                    match &exits {
+                        Some(exits) => match exits.recv_timeout(Duration::from_secs(60)) {
+                            Ok(signal) => signals_tx.send(signal).unwrap(),
+                            Err(_) => return,
+                        },
+                        None => smarm::sleep(Duration::from_secs(60)),
+                    }
+                }
+            })
+            .unwrap();
+            ready.recv().unwrap();
+            (handle, signals)
+        };
+        let other = worker_after(workers, 1);
+
+        // Normal to a non-trapping target: dropped.
+        let (target, _signals) = spawn_target(false, other);
+        let watch = smarm::monitor(target.pid());
+        smarm::exit(target.pid(), ExitReason::Normal).unwrap();
+        smarm::sleep(ms(2));
+        assert!(
+            smarm::current_runtime().unwrap().is_alive(target.pid()),
+            "a normal exit signal ended a process"
+        );
+        no_down(&watch.rx);
+        // Any other reason: it ends with that reason, as monitors and join see.
+        let shutdown = ExitReason::Other("shutdown".into());
+        smarm::exit(target.pid(), shutdown.clone()).unwrap();
+        assert_eq!(watch.rx.recv().unwrap().reason, shutdown);
+        assert_eq!(target.join(), Err(smarm::JoinError::Exited(shutdown.clone())));
+        // A dead target is NoProc.
+        assert!(smarm::exit(watch.target, ExitReason::Killed).is_err());
+
+        // A trapping target receives Normal and other reasons as messages
+        // and lives on.
+        let (target, signals) = spawn_target(true, other);
+        let watch = smarm::monitor(target.pid());
+        smarm::exit(target.pid(), ExitReason::Normal).unwrap();
+        assert_eq!(signals.recv().unwrap(), ExitSignal { from: me, reason: ExitReason::Normal });
+        smarm::exit(target.pid(), shutdown.clone()).unwrap();
+        assert_eq!(signals.recv().unwrap(), ExitSignal { from: me, reason: shutdown });
+        no_down(&watch.rx);
+        // Killed cannot be trapped: it ends, and its monitors see Killed.
+        smarm::exit(target.pid(), ExitReason::Killed).unwrap();
+        assert_eq!(watch.rx.recv().unwrap().reason, ExitReason::Killed);
+        assert_eq!(target.join(), Err(smarm::JoinError::Exited(ExitReason::Killed)));
+        assert_eq!(signals.try_recv(), Err(TryRecvError::Disconnected), "a kill arrived as a message");
+
+        // A killed process's trapping link peers get `killed` as a message;
+        // its non-trapping peers end, linked.
+        let exits = smarm::trap_exit().unwrap();
+        let (victim, _signals) = spawn_target(false, other);
+        smarm::link(victim.pid()).unwrap();
+        smarm::exit(victim.pid(), ExitReason::Killed).unwrap();
+        assert_eq!(exits.recv().unwrap(), ExitSignal { from: victim.pid(), reason: ExitReason::Killed });
+        assert!(victim.join().unwrap_err().is_stopped());
+    });
+}
+
+drive_tests!(exit_signals => exit_signals_follow_erlangs_rules, exit_signals_follow_erlangs_rules_on_4_workers, exit_signals_follow_erlangs_rules_on_4_threads);
+
+/// Outside a process there is no sender: `exit` is `NoProc`.
+#[test]
+fn exit_outside_a_process_is_noproc() {
+    let pid = smarm::run(|| smarm::self_pid().unwrap());
+    assert!(smarm::exit(pid, ExitReason::Killed).is_err());
+}

@@ -64,9 +64,15 @@ impl JoinError {
         matches!(self, JoinError::Exited(reason) if reason.is_panic())
     }
 
-    /// Whether the process was stopped (by `request_stop` or a link).
+    /// Whether the process was stopped from outside: by `request_stop`, a
+    /// link, or an exit signal.
     pub fn is_stopped(&self) -> bool {
-        matches!(self, JoinError::Exited(ExitReason::Stopped | ExitReason::Linked { .. }))
+        matches!(
+            self,
+            JoinError::Exited(
+                ExitReason::Stopped | ExitReason::Linked { .. } | ExitReason::Killed | ExitReason::Other(_)
+            )
+        )
     }
 
     /// The panic message, if the process panicked.

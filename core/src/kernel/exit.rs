@@ -36,6 +36,12 @@ pub enum ExitReason {
     /// It did not exist when it was monitored or linked to (Erlang's
     /// `noproc`).
     NoProc,
+    /// It was ended by an untrappable exit signal (Erlang's `kill`, seen as
+    /// `killed`). Sending it: `exit(pid, ExitReason::Killed)`.
+    Killed,
+    /// It was ended by an exit signal with a reason of the sender's
+    /// choosing (`exit(pid, ExitReason::Other("shutdown".into()))`).
+    Other(String),
 }
 
 impl ExitReason {
@@ -66,6 +72,8 @@ impl fmt::Display for ExitReason {
             ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
             ExitReason::Linked { peer, reason } => write!(f, "linked process {peer} died ({reason})"),
             ExitReason::NoProc => f.write_str("noproc"),
+            ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Other(reason) => write!(f, "exit: {reason}"),
         }
     }
 }

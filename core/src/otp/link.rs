@@ -3,7 +3,18 @@
 //! When either side of a link dies abnormally (anything but a normal
 //! return), the other is stopped with [`ExitReason::Linked`] — unless it
 //! traps exits, in which case it receives an [`ExitSignal`] on the receiver
-//! [`trap_exit`] returned. A normal exit does not propagate.
+//! [`trap_exit`] returned. A normal exit stops nobody; a trapping peer is
+//! told of it all the same, as Erlang's `{'EXIT', Pid, normal}`.
+//!
+//! [`exit`] sends an exit signal by hand, with Erlang's rules: `Normal` is
+//! dropped unless the target traps exits; [`ExitReason::Killed`] cannot be
+//! trapped and ends the target; any other reason ends a non-trapping target
+//! with that reason and reaches a trapping one as a message.
+//!
+//! Ending a process means requesting its stop: it unwinds at its next
+//! observation point (a yield, a park, `check!()`). A process that never
+//! reaches one — a tight loop without `check!()` — cannot be ended, not
+//! even by `Killed`.
 //!
 //! The link table is a per-runtime extension: one entry per process that
 //! has a link or traps exits, holding its peers and its trap sender. Each
@@ -103,8 +114,8 @@ impl Links {
                 Some(entry) => {
                     entry.peers.retain(|p| *p != dead);
                     match (&entry.trap, reason.is_abnormal()) {
-                        (_, false) => Action::Nothing,
-                        (Some(tx), true) => Action::Signal(tx.clone()),
+                        (Some(tx), _) => Action::Signal(tx.clone()),
+                        (None, false) => Action::Nothing,
                         (None, true) => Action::Stop,
                     }
                 }
@@ -142,6 +153,11 @@ impl Links {
             }
         }
         Ok(())
+    }
+
+    /// The trap sender of `pid`, if it traps exits.
+    fn trap_of(&self, pid: Pid) -> Option<Sender<ExitSignal>> {
+        self.entries.lock().get(&pid).and_then(|entry| entry.trap.clone())
     }
 
     fn unlink(&self, a: Pid, b: Pid) {
@@ -193,6 +209,53 @@ impl Runtime {
         Links::of(&self.shared).set_trap(&self.shared, pid, tx)?;
         Ok(rx)
     }
+}
+
+impl Runtime {
+    /// Sends an exit signal from `from` to `target` with Erlang's rules:
+    /// - `Normal`: dropped unless `target` traps exits, which then receives
+    ///   it as an [`ExitSignal`];
+    /// - [`ExitReason::Killed`]: untrappable; `target` ends with `Killed`,
+    ///   as its monitors and links see;
+    /// - any other reason: a trapping `target` receives it as a message; a
+    ///   non-trapping one ends with that reason.
+    ///
+    /// `Err(NoProc)` if `target` is dead. Ending is a stop request: see the
+    /// module docs for what it cannot do to a process that never reaches
+    /// an observation point.
+    pub fn exit(&self, from: Pid, target: Pid, reason: ExitReason) -> Result<(), NoProc> {
+        if !self.shared.is_alive(target) {
+            return Err(NoProc(target));
+        }
+        let trap = match reason {
+            ExitReason::Killed => None,
+            _ => Links::of(&self.shared).trap_of(target),
+        };
+        match (trap, reason) {
+            (Some(tx), reason) => {
+                // A trapper that has dropped its receiver gets nothing.
+                let _ = tx.send(ExitSignal { from, reason });
+                Ok(())
+            }
+            (None, ExitReason::Normal) => Ok(()),
+            (None, reason) => self.shared.request_stop_with(target, Some(reason)),
+        }
+    }
+}
+
+/// Sends an exit signal from the calling process to `target` (see
+/// [`Runtime::exit`]). Outside a process: `Err(NoProc)`.
+///
+/// ```no_run
+/// use smarm_core::{exit, ExitReason};
+/// # let pid = smarm_core::self_pid().unwrap();
+/// // Ask a worker to shut down; a trapping worker gets it as a message.
+/// exit(pid, ExitReason::Other("shutdown".into())).ok();
+/// ```
+pub fn exit(target: Pid, reason: ExitReason) -> Result<(), NoProc> {
+    let from = process::self_pid().ok_or(NoProc(target))?;
+    let rt = process::current_runtime().ok_or(NoProc(target))?;
+    rt.exit(from, target, reason)
 }
 
 /// Links the calling process with `peer` (see [`Runtime::link`]). Linking
