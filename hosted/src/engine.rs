@@ -323,16 +323,14 @@ impl Engine {
         F: FnOnce() -> R + Send + 'static,
     {
         let handle = self.runtime.spawn_on(0, root).map_err(RunError::Spawn)?;
-        self.wait_finished();
-        self.stop_threads();
+        self.finish();
         RunError::from_root(handle)
     }
 
     /// Waits until the runtime is finished (no live process, no io
     /// outstanding), then stops and joins the driver threads.
     pub fn wait(mut self) {
-        self.wait_finished();
-        self.stop_threads();
+        self.finish();
     }
 
     /// Requests a stop of every live process, waits until they have all
@@ -341,6 +339,16 @@ impl Engine {
     /// the request, and this never returns.
     pub fn shutdown(mut self) {
         self.runtime.stop_all();
+        self.finish();
+    }
+
+    /// Waits until the runtime is finished, closes it (a spawn through a
+    /// cloned handle from now on is `SpawnError::Closed`), drives the
+    /// spawns that raced with the close to their end, and stops the
+    /// driver threads.
+    fn finish(&mut self) {
+        self.wait_finished();
+        self.runtime.close();
         self.wait_finished();
         self.stop_threads();
     }
@@ -373,6 +381,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        self.runtime.close();
         self.stop_threads();
     }
 }

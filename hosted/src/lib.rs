@@ -55,6 +55,7 @@ pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
     spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, ExitReason, Instant,
     JoinError, JoinHandle, NoPreempt, NoProc, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
+    MAX_ACTORS, MAX_WORKERS,
 };
 /// Process primitives: channels, select, the actor mutex, monitors, links
 /// and the registry (re-exported from `smarm-core`).
@@ -220,6 +221,10 @@ where
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
     let handle = single.runtime().spawn_on(0, root).map_err(RunError::Spawn)?;
+    single.run();
+    // Finished: refuse spawns from cloned handles, then drive the ones
+    // that raced with the close to their end.
+    single.runtime().close();
     single.run();
     context.shutdown();
     RunError::from_root(handle)

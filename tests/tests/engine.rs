@@ -36,6 +36,25 @@ fn root_panic_and_config_errors_are_typed() {
     assert!(err.to_string().contains("stack_size"), "{err}");
 }
 
+/// Absurd sizes are typed errors, not allocation-failure aborts.
+#[test]
+fn absurd_configs_are_typed_errors() {
+    use smarm::{BuildError, ConfigError};
+    let err = Engine::builder().workers(1 << 30).build().unwrap_err();
+    assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::TooManyWorkers(1 << 30))), "{err}");
+    let err = Engine::builder().max_actors(1 << 31).build().unwrap_err();
+    assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::MaxActors(1 << 31))), "{err}");
+    let err = smarm::try_run_with(Config { max_actors: usize::MAX, ..Config::default() }, || ()).unwrap_err();
+    assert!(err.to_string().contains("max_actors"), "{err}");
+    let err =
+        smarm::try_run_with(Config { worker_count: usize::MAX, ..Config::default() }, || ()).unwrap_err();
+    assert!(err.to_string().contains("worker_count"), "{err}");
+    // The largest allowed sizes are still accepted by validation.
+    let limits =
+        Config { worker_count: smarm::MAX_WORKERS, max_actors: smarm::MAX_ACTORS, ..Config::default() };
+    assert_eq!(limits.validate(), Ok(()));
+}
+
 #[test]
 fn crash_isolation_1000_processes_every_tenth_panics_on_4_workers() {
     let survivors = Arc::new(AtomicUsize::new(0));

@@ -157,3 +157,30 @@ fn readme_first_example() {
     });
     assert_eq!(sum, 45);
 }
+
+/// `live()` no longer counts a process once its `join` has returned.
+fn live_count(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let handles: Vec<_> = (0..200usize)
+            .map(|i| {
+                smarm::spawn_on(i % workers, move || {
+                    if i % 3 == 0 {
+                        smarm::yield_now()
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        let mut remaining = handles.len();
+        for handle in handles {
+            handle.join().unwrap();
+            remaining -= 1;
+            // The root plus the processes not yet joined; nobody else runs.
+            assert!(rt.live() <= 1 + remaining, "live {} after a join, {} remain", rt.live(), remaining);
+        }
+        assert_eq!(rt.live(), 1, "only the root is live once every join returned");
+    });
+}
+drive_tests!(live_count => live_is_exact_when_join_returns, live_is_exact_when_join_returns_on_4_workers, live_is_exact_when_join_returns_on_4_threads);

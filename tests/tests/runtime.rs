@@ -370,3 +370,26 @@ fn root_panic_is_reported_by_try_run() {
     let err = smarm::try_run(|| -> u32 { panic!("root failed") }).unwrap_err();
     assert_eq!(err, smarm::RunError::Panicked("root failed".into()));
 }
+
+/// After `block_on` or `run` returns, a spawn through a handle kept from
+/// inside is refused with a typed error, and nothing leaks.
+#[test]
+fn spawning_into_a_finished_runtime_is_refused() {
+    let engine = smarm::Engine::builder().workers(2).build().unwrap();
+    let rt = engine.block_on(|| smarm::current_runtime().unwrap()).unwrap();
+    assert!(rt.is_closed());
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    match rt.spawn(move || r.store(true, Ordering::SeqCst)) {
+        Err(SpawnError::Closed) => {}
+        other => panic!("spawn into a finished engine: {other:?}"),
+    }
+    assert_eq!(rt.free_slots(), rt.max_actors(), "a refused spawn kept a slot");
+    assert_eq!(rt.live(), 0);
+    assert!(!ran.load(Ordering::SeqCst));
+
+    let rt = smarm::run(|| smarm::current_runtime().unwrap());
+    assert!(matches!(rt.spawn(|| ()), Err(SpawnError::Closed)));
+    assert!(matches!(rt.spawn_on(0, || ()), Err(SpawnError::Closed)));
+    assert_eq!(rt.free_slots(), rt.max_actors());
+}

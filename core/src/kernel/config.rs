@@ -67,7 +67,9 @@ impl Default for Config {
 pub enum ConfigError {
     /// `worker_count` must be at least 1.
     NoWorkers,
-    /// `max_actors` must be at least 1 and at most 2^31.
+    /// `worker_count` is above [`MAX_WORKERS`].
+    TooManyWorkers(usize),
+    /// `max_actors` must be at least 1 and at most [`MAX_ACTORS`].
     MaxActors(usize),
     /// `stack_size` must be at least 16 KiB.
     StackTooSmall(usize),
@@ -77,12 +79,26 @@ impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ConfigError::NoWorkers => f.write_str("worker_count must be at least 1"),
-            ConfigError::MaxActors(n) => write!(f, "max_actors {n} out of range: use 1 ..= 2^31"),
+            ConfigError::TooManyWorkers(n) => {
+                write!(f, "worker_count {n} out of range: use 1 ..= {MAX_WORKERS}")
+            }
+            ConfigError::MaxActors(n) => write!(f, "max_actors {n} out of range: use 1 ..= {MAX_ACTORS}"),
             ConfigError::StackTooSmall(n) => write!(f, "stack_size {n} too small: use at least 16 KiB"),
         }
     }
 }
 impl core::error::Error for ConfigError {}
+
+/// The most workers a runtime may have. Each costs a driver (an OS thread
+/// under the hosted engine) and two ingress rings the size of the slab.
+pub const MAX_WORKERS: usize = 1024;
+
+/// The most process slots a runtime may have (2^24): a pid's index fits
+/// in 32 bits with room to spare, and the slab plus every worker's rings
+/// stay addressable. Memory is checked when the runtime is built: a slab
+/// or ring that cannot be allocated is `BuildError::OutOfMemory`, not an
+/// abort.
+pub const MAX_ACTORS: usize = 1 << 24;
 
 /// The pool bound used when `Config::stack_pool_max` is `None`.
 pub const DEFAULT_STACK_POOL_MAX: usize = 16_384;
@@ -93,7 +109,10 @@ impl Config {
         if self.worker_count == 0 {
             return Err(ConfigError::NoWorkers);
         }
-        if self.max_actors == 0 || self.max_actors > (1 << 31) {
+        if self.worker_count > MAX_WORKERS {
+            return Err(ConfigError::TooManyWorkers(self.worker_count));
+        }
+        if self.max_actors == 0 || self.max_actors > MAX_ACTORS {
             return Err(ConfigError::MaxActors(self.max_actors));
         }
         if self.stack_size < 16 * 1024 {

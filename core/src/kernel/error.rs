@@ -18,6 +18,9 @@ pub enum SpawnError {
     NoSuchWorker(usize),
     /// Called outside any process, with no runtime handle to spawn through.
     NotInProcess,
+    /// The runtime has finished (its host closed it): no process would
+    /// ever run. Spawn into a running runtime.
+    Closed,
 }
 
 impl fmt::Display for SpawnError {
@@ -29,6 +32,9 @@ impl fmt::Display for SpawnError {
             SpawnError::NotInProcess => {
                 f.write_str("spawn called outside a process: spawn through a Runtime handle instead")
             }
+            SpawnError::Closed => f.write_str(
+                "the runtime has finished and accepts no more processes: spawn into a running one",
+            ),
         }
     }
 }

@@ -19,7 +19,7 @@ use core::fmt;
 use smarm_arch::{Arch, Native};
 use smarm_platform::{ParkToken, Platform, Stack};
 
-use crate::kernel::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::kernel::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::kernel::config::{Config, ConfigError};
 use crate::kernel::current;
 use crate::kernel::error::{NoProc, SpawnError};
@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     /// Work outstanding outside any worker (io in flight): holds the
     /// runtime open like a live process does.
     external: AtomicUsize,
+    /// The host has finished with the runtime: spawns are refused.
+    closed: AtomicBool,
     rr: AtomicUsize,
     /// `config.timeslice` in `Arch::timestamp` ticks.
     pub(crate) timeslice_ticks: u64,
@@ -110,6 +112,9 @@ pub enum BuildError {
     Config(ConfigError),
     /// Different host hooks are already installed in this process image.
     HostConflict,
+    /// The slab or a worker's rings could not be allocated: lower
+    /// `max_actors` or `worker_count`.
+    OutOfMemory,
 }
 
 impl fmt::Display for BuildError {
@@ -118,6 +123,9 @@ impl fmt::Display for BuildError {
             BuildError::Config(e) => write!(f, "invalid runtime configuration: {e}"),
             BuildError::HostConflict => {
                 f.write_str("another host's hooks are installed: one host kind per process image")
+            }
+            BuildError::OutOfMemory => {
+                f.write_str("not enough memory for the slab and rings: lower max_actors or worker_count")
             }
         }
     }
@@ -155,23 +163,34 @@ impl RuntimeParts {
             return Err(BuildError::HostConflict);
         }
         let n = config.max_actors;
-        let slots: Box<[Slot]> = (0..n).map(|_| Slot::new()).collect();
+        // Every allocation sized by the configuration is fallible: an
+        // absurd size is a typed error, never an abort.
+        let oom = |_| BuildError::OutOfMemory;
+        let mut slots: Vec<Slot> = Vec::new();
+        slots.try_reserve_exact(n).map_err(oom)?;
+        slots.extend((0..n).map(|_| Slot::new()));
+        let slots = slots.into_boxed_slice();
         // Popped from the end: index 0 is handed out first.
-        let free: Vec<u32> = (0..n as u32).rev().collect();
+        let mut free: Vec<u32> = Vec::new();
+        free.try_reserve_exact(n).map_err(oom)?;
+        free.extend((0..n as u32).rev());
         let token_count = match drivers {
             Drivers::PerWorker => config.worker_count,
             Drivers::Single => 1,
         };
-        let workers: Box<[WorkerShared]> = (0..config.worker_count)
-            .map(|id| WorkerShared {
-                wake: WakeRing::with_capacity(n),
-                spawn: WakeRing::with_capacity(n),
+        let mut workers: Vec<WorkerShared> = Vec::new();
+        workers.try_reserve_exact(config.worker_count).map_err(oom)?;
+        for id in 0..config.worker_count {
+            workers.push(WorkerShared {
+                wake: WakeRing::try_with_capacity(n).map_err(|_| BuildError::OutOfMemory)?,
+                spawn: WakeRing::try_with_capacity(n).map_err(|_| BuildError::OutOfMemory)?,
                 admin: LockedRing::with_capacity(64),
                 admin_pending: AtomicUsize::new(0),
                 token: if drivers == Drivers::Single { 0 } else { id },
                 stats: WorkerStats::default(),
-            })
-            .collect();
+            });
+        }
+        let workers = workers.into_boxed_slice();
         let timeslice_ticks = timeslice_ticks(&config, &*platform);
         let tokens: Box<[ParkToken]> = (0..token_count).map(|_| ParkToken::new()).collect();
         let shared = Arc::new(Shared {
@@ -185,6 +204,7 @@ impl RuntimeParts {
             tokens,
             live: AtomicUsize::new(0),
             external: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
             rr: AtomicUsize::new(0),
             timeslice_ticks,
             next_hook: AtomicU64::new(1),
@@ -250,11 +270,22 @@ impl Shared {
         // The platform's stack allocator takes its own locks and may
         // allocate: a preempting allocator must not switch us out in there.
         let _np = NoPreempt::new();
-        let index = self.free.lock().pop().ok_or(SpawnError::Full)?;
+        let index = {
+            let mut free = self.free.lock();
+            // Under the free-list lock, as `close` sets it: a spawn either
+            // counts in `live` before `close` returns, or is refused.
+            if self.closed.load(Ordering::Acquire) {
+                return Err(SpawnError::Closed);
+            }
+            let index = free.pop().ok_or(SpawnError::Full)?;
+            self.live.fetch_add(1, Ordering::AcqRel);
+            index
+        };
         let stack = match self.take_stack() {
             Ok(stack) => stack,
             Err(e) => {
                 self.free.lock().push(index);
+                self.live.fetch_sub(1, Ordering::AcqRel);
                 return Err(SpawnError::Stack(e));
             }
         };
@@ -281,7 +312,6 @@ impl Shared {
         // worker that pops the index.
         let claimed = slot.state.claim(generation);
         debug_assert!(claimed.is_ok(), "free-list slot {index} was not Vacant");
-        self.live.fetch_add(1, Ordering::AcqRel);
         let pid = Pid::from_parts(index, generation);
         self.route_spawn(worker, index);
         Ok(pid)
@@ -450,10 +480,12 @@ impl Shared {
                 let joiners = core::mem::take(&mut cold.joiners);
                 let reclaim = !cold.handle;
                 drop(cold);
+                // Before the joiners wake: `live` is exact when `join`
+                // returns.
+                self.live.fetch_sub(1, Ordering::AcqRel);
                 for (joiner, epoch) in joiners {
                     self.unpark_at(joiner, epoch);
                 }
-                self.live.fetch_sub(1, Ordering::AcqRel);
                 if reclaim {
                     self.reclaim(index, generation);
                 }
@@ -469,6 +501,9 @@ impl Shared {
         }
         // Notifications are out: joiners may go. Those that arrive from now
         // on return at once; those that came before are taken here.
+        // Before anyone can see the process as ended (`notified`): `live`
+        // is exact when `join` returns.
+        self.live.fetch_sub(1, Ordering::AcqRel);
         let joiners = {
             let mut cold = slot.cold.lock();
             cold.notified = true;
@@ -477,7 +512,6 @@ impl Shared {
         for (joiner, epoch) in joiners {
             self.unpark_at(joiner, epoch);
         }
-        self.live.fetch_sub(1, Ordering::AcqRel);
         // Last: mark finalized and decide, in the same critical section as
         // the handle's drop decides, which of the two reclaims.
         let reclaim = {
@@ -629,7 +663,8 @@ impl Runtime {
         self.shared.is_alive(pid)
     }
 
-    /// Processes spawned and not yet finalized.
+    /// Processes spawned and not yet finalized. Exact as seen by a process
+    /// whose `join` has just returned: the joined process no longer counts.
     pub fn live(&self) -> usize {
         self.shared.live()
     }
@@ -648,6 +683,21 @@ impl Runtime {
     /// Marks one piece of external work finished.
     pub fn external_done(&self) {
         self.shared.external.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Refuses every spawn from now on (`SpawnError::Closed`), for a host
+    /// that has finished with the runtime. A spawn that raced with the call
+    /// either was refused or counts in [`live`](Runtime::live) when this
+    /// returns, so a host that closes, then waits until the runtime is
+    /// finished, leaves no process behind. Irreversible.
+    pub fn close(&self) {
+        let _free = self.shared.free.lock();
+        self.shared.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether [`close`](Runtime::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
     }
 
     /// Whether the runtime has nothing left to do: no live process and no

@@ -10,6 +10,7 @@
 //! it must be used with preemption disabled (see [`super`]), or a holder
 //! switched out mid-section stalls every other thread on the lock.
 
+use super::AllocError;
 use super::Ring;
 use crate::kernel::spin::SpinLock;
 use alloc::collections::VecDeque;
@@ -26,6 +27,14 @@ impl<T> LockedRing<T> {
     #[must_use]
     pub fn new(capacity: usize) -> Self {
         LockedRing { queue: SpinLock::new(VecDeque::with_capacity(capacity)), capacity }
+    }
+
+    /// [`new`](LockedRing::new) without aborting: `Err` when the queue
+    /// cannot be allocated.
+    pub fn try_new(capacity: usize) -> Result<Self, AllocError> {
+        let mut queue = VecDeque::new();
+        queue.try_reserve_exact(capacity).map_err(|_| AllocError)?;
+        Ok(LockedRing { queue: SpinLock::new(queue), capacity })
     }
 
     /// How many values the ring holds when full.
@@ -66,6 +75,9 @@ impl<T> fmt::Debug for LockedRing<T> {
 impl<T: Send> Ring<T> for LockedRing<T> {
     fn with_capacity(capacity: usize) -> Self {
         LockedRing::new(capacity)
+    }
+    fn try_with_capacity(capacity: usize) -> Result<Self, AllocError> {
+        LockedRing::try_new(capacity)
     }
     fn capacity(&self) -> usize {
         LockedRing::capacity(self)

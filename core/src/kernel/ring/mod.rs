@@ -63,6 +63,18 @@ pub mod mpmc;
 pub mod striped;
 
 pub use locked::LockedRing;
+
+/// A ring's memory could not be allocated (or its capacity overflows
+/// `usize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocError;
+
+impl core::fmt::Display for AllocError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("out of memory for a ring")
+    }
+}
+impl core::error::Error for AllocError {}
 pub use mpmc::MpmcRing;
 pub use striped::StripedRing;
 
@@ -74,6 +86,12 @@ pub trait Ring<T: Send>: Send + Sync {
     ///
     /// [`capacity`]: Ring::capacity
     fn with_capacity(capacity: usize) -> Self
+    where
+        Self: Sized;
+
+    /// [`with_capacity`](Ring::with_capacity) without aborting: `Err` when
+    /// the memory cannot be had.
+    fn try_with_capacity(capacity: usize) -> Result<Self, AllocError>
     where
         Self: Sized;
 

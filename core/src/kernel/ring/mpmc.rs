@@ -41,6 +41,7 @@
 //! the sequence numbers; loom's `mpmc_requeue_never_overflows` fails with
 //! Relaxed there.
 
+use super::AllocError;
 use super::{CachePadded, Ring};
 use crate::kernel::atomic::{AtomicUsize, Ordering, UnsafeCell};
 use alloc::boxed::Box;
@@ -86,20 +87,28 @@ impl<T> MpmcRing<T> {
     /// If the rounded capacity does not fit in `usize`.
     #[must_use]
     pub fn new(capacity: usize) -> Self {
-        let capacity =
-            capacity.max(2).checked_next_power_of_two().expect("MpmcRing capacity overflows usize");
-        let cells: Vec<Cell<T>> = (0..capacity)
-            .map(|position| Cell {
-                sequence: AtomicUsize::new(position),
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-            })
-            .collect();
-        MpmcRing {
+        match Self::try_new(capacity) {
+            Ok(ring) => ring,
+            Err(_) => panic!("MpmcRing of capacity {capacity}: out of memory"),
+        }
+    }
+
+    /// [`new`](MpmcRing::new) without aborting: `Err` when the cells cannot
+    /// be allocated (or the capacity overflows `usize`).
+    pub fn try_new(capacity: usize) -> Result<Self, AllocError> {
+        let capacity = capacity.max(2).checked_next_power_of_two().ok_or(AllocError)?;
+        let mut cells: Vec<Cell<T>> = Vec::new();
+        cells.try_reserve_exact(capacity).map_err(|_| AllocError)?;
+        cells.extend((0..capacity).map(|position| Cell {
+            sequence: AtomicUsize::new(position),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }));
+        Ok(MpmcRing {
             head: CachePadded(AtomicUsize::new(0)),
             tail: CachePadded(AtomicUsize::new(0)),
             cells: cells.into_boxed_slice(),
             mask: capacity - 1,
-        }
+        })
     }
 
     /// How many values the ring holds when full.
@@ -265,6 +274,9 @@ impl<T> fmt::Debug for MpmcRing<T> {
 impl<T: Send> Ring<T> for MpmcRing<T> {
     fn with_capacity(capacity: usize) -> Self {
         MpmcRing::new(capacity)
+    }
+    fn try_with_capacity(capacity: usize) -> Result<Self, AllocError> {
+        MpmcRing::try_new(capacity)
     }
     fn capacity(&self) -> usize {
         MpmcRing::capacity(self)

@@ -32,6 +32,7 @@
 //! more than a slab of `capacity` holds. Each rescan follows a completed pop,
 //! so a push still never waits for another thread.
 
+use super::AllocError;
 use super::{CachePadded, MpmcRing, Ring};
 use crate::kernel::atomic::{AtomicUsize, Ordering};
 use alloc::boxed::Box;
@@ -66,19 +67,30 @@ impl<T> StripedRing<T> {
     /// If the rounded capacity does not fit in `usize`.
     #[must_use]
     pub fn new(capacity: usize) -> Self {
+        match Self::try_new(capacity) {
+            Ok(ring) => ring,
+            Err(_) => panic!("StripedRing of capacity {capacity}: out of memory"),
+        }
+    }
+
+    /// [`new`](StripedRing::new) without aborting: `Err` when the stripes
+    /// cannot be allocated (or the capacity overflows `usize`).
+    pub fn try_new(capacity: usize) -> Result<Self, AllocError> {
         let per_stripe = capacity.div_ceil(STRIPES);
-        let stripes: Vec<MpmcRing<T>> = (0..STRIPES).map(|_| MpmcRing::new(per_stripe)).collect();
-        let ring = StripedRing {
+        let mut stripes: Vec<MpmcRing<T>> = Vec::new();
+        stripes.try_reserve_exact(STRIPES).map_err(|_| AllocError)?;
+        for _ in 0..STRIPES {
+            stripes.push(MpmcRing::try_new(per_stripe)?);
+        }
+        if stripes[0].capacity().checked_mul(STRIPES).is_none() {
+            return Err(AllocError);
+        }
+        Ok(StripedRing {
             tickets: CachePadded(AtomicUsize::new(0)),
             cursor: CachePadded(AtomicUsize::new(0)),
             popped: CachePadded(AtomicUsize::new(0)),
             stripes: stripes.into_boxed_slice(),
-        };
-        assert!(
-            ring.stripes[0].capacity().checked_mul(STRIPES).is_some(),
-            "StripedRing capacity overflows usize"
-        );
-        ring
+        })
     }
 
     /// How many values the ring holds when full: the sum over its stripes.
@@ -156,6 +168,9 @@ impl<T> fmt::Debug for StripedRing<T> {
 impl<T: Send> Ring<T> for StripedRing<T> {
     fn with_capacity(capacity: usize) -> Self {
         StripedRing::new(capacity)
+    }
+    fn try_with_capacity(capacity: usize) -> Result<Self, AllocError> {
+        StripedRing::try_new(capacity)
     }
     fn capacity(&self) -> usize {
         StripedRing::capacity(self)
