@@ -25,12 +25,26 @@ pub(crate) fn core_ptr() -> Option<NonNull<WorkerCore>> {
 #[inline]
 pub(crate) fn with<R>(f: impl FnOnce(&WorkerCore) -> R) -> Option<R> {
     let core = core_ptr()?;
-    // SAFETY: the pointer was registered by `Worker::try_tick` for the pass
-    // now running on this thread, and the core outlives the pass (it is
-    // freed only when the `Worker` drops, which needs `&mut`, impossible
-    // while `try_tick` runs). The core is only ever reached through shared
-    // references, so this one may coexist with the pass's and with any
-    // outer `with` on this thread.
-    let core = unsafe { core.as_ref() };
-    Some(f(core))
+    // SAFETY: the pointer was registered for the pass now running on this
+    // thread and we use it within this call, inside that pass.
+    Some(f(unsafe { core_ref(core) }))
+}
+
+/// The core behind a pointer that [`core_ptr`] returned.
+///
+/// # Safety
+///
+/// `core` came from [`core_ptr`] on a thread driving its worker, and the
+/// reference is used only while that worker's pass can still be running
+/// the code that holds it: by the pass itself, or by a process of that
+/// worker (a process runs only inside its worker's pass, and one still
+/// suspended when the worker is dropped is never resumed). The core is
+/// freed only when the `Worker` drops, which needs `&mut` and so cannot
+/// happen during a pass; and it is only ever reached through shared
+/// references (its changing fields are `Cell`s), so this reference may
+/// coexist with the pass's and with any other.
+#[inline]
+pub(crate) unsafe fn core_ref<'a>(core: NonNull<WorkerCore>) -> &'a WorkerCore {
+    // SAFETY: per the contract.
+    unsafe { core.as_ref() }
 }

@@ -108,6 +108,13 @@ impl fmt::Display for JoinError {
 }
 impl core::error::Error for JoinError {}
 
+impl From<ExitReason> for JoinError {
+    /// A death without a value, as `join` reports it.
+    fn from(reason: ExitReason) -> JoinError {
+        JoinError::Exited(reason)
+    }
+}
+
 /// A blocking call was made outside any process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotInProcess;

@@ -5,14 +5,14 @@
 //! the reason the stop was requested with, if any (a linked process's
 //! death arrives as `Linked`); monitors, linked peers and supervisors see
 //! that same value, and [`JoinHandle::join`](crate::kernel::join::JoinHandle::join)
-//! hands every non-normal one back inside [`JoinError::Exited`] through one
-//! `From`.
+//! hands every non-normal one back inside
+//! [`JoinError::Exited`](crate::kernel::error::JoinError::Exited) through
+//! one `From`.
 
 use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt;
 
-use crate::kernel::error::JoinError;
 use crate::kernel::pid::Pid;
 
 /// Why a process ended, as its joiner, its monitors and its linked peers
@@ -75,12 +75,5 @@ impl fmt::Display for ExitReason {
             ExitReason::Killed => f.write_str("killed"),
             ExitReason::Other(reason) => write!(f, "exit: {reason}"),
         }
-    }
-}
-
-impl From<ExitReason> for JoinError {
-    /// A death without a value, as `join` reports it.
-    fn from(reason: ExitReason) -> JoinError {
-        JoinError::Exited(reason)
     }
 }

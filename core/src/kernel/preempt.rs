@@ -10,8 +10,10 @@
 //! every acquisition.
 
 use core::cell::Cell;
+use core::ptr::NonNull;
 
 use crate::kernel::current;
+use crate::kernel::worker::WorkerCore;
 
 /// What a worker tracks about the sections its running code is in.
 #[derive(Debug, Default)]
@@ -59,8 +61,8 @@ impl PreemptState {
 #[derive(Debug)]
 #[must_use = "preemption is re-enabled when the guard is dropped"]
 pub struct NoPreempt {
-    /// Whether the guard was taken on a worker (off a worker it is inert).
-    on_worker: bool,
+    /// The worker whose count the guard raised (`None` off a worker).
+    core: Option<NonNull<WorkerCore>>,
 }
 
 impl NoPreempt {
@@ -68,19 +70,23 @@ impl NoPreempt {
     #[inline]
     #[allow(clippy::new_without_default)]
     pub fn new() -> NoPreempt {
-        let on_worker = current::with(|core| core.preempt.disable()).is_some();
-        NoPreempt { on_worker }
+        let core = current::core_ptr();
+        if let Some(core) = core {
+            // SAFETY: from `core_ptr`, used now, inside the current pass.
+            unsafe { current::core_ref(core) }.preempt.disable();
+        }
+        NoPreempt { core }
     }
 }
 
 impl Drop for NoPreempt {
     #[inline]
     fn drop(&mut self) {
-        if self.on_worker {
-            // The guard never outlives a switch (no park or yield happens
-            // with preemption off: `switch_out` asserts it), so the worker
-            // that counted it up is the current one.
-            current::with(|core| core.preempt.enable());
+        if let Some(core) = self.core {
+            // SAFETY: the guard never outlives a switch (no park or yield
+            // happens with preemption off: `switch_out` asserts it), so it
+            // drops inside the pass that made it.
+            unsafe { current::core_ref(core) }.preempt.enable();
         }
     }
 }

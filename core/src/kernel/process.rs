@@ -30,17 +30,18 @@ use crate::kernel::slab::{Slot, STOP_RAISED, STOP_REQUESTED};
 use crate::kernel::state::Park;
 use crate::kernel::time::Instant;
 use crate::kernel::timer::TimerReason;
-use crate::kernel::worker::SwitchReason;
+use crate::kernel::worker::{SwitchReason, WorkerCore};
 
 /// The process running on this thread, as seen from its own frames: its
-/// runtime, slot index and generation.
+/// worker core, runtime, slot index and generation.
 ///
 /// A `Running` lives only in the frames of the process it names, and is
 /// never stored. That is what makes its references sound: the process runs
 /// only inside its worker's pass, whose core holds an `Arc` to the runtime;
-/// a process still suspended when its runtime is dropped is never resumed,
-/// so a `Running` in its frames is never used again.
+/// a process still suspended when its worker or runtime is dropped is never
+/// resumed, so a `Running` in its frames is never used again.
 pub(crate) struct Running {
+    core: NonNull<WorkerCore>,
     shared: NonNull<Shared>,
     index: u32,
     generation: u32,
@@ -50,10 +51,21 @@ impl Running {
     /// The running process of this thread's current worker, if any.
     #[inline]
     pub(crate) fn get() -> Option<Running> {
-        let (index, generation, shared) = current::with(|core| {
-            core.running.get().map(|(index, generation)| (index, generation, NonNull::from(&*core.shared)))
-        })??;
-        Some(Running { shared, index, generation })
+        let core = current::core_ptr()?;
+        // SAFETY: from `core_ptr`; a `Running` lives only in the frames of
+        // the process it names, which run inside their worker's pass.
+        let (index, generation) = unsafe { current::core_ref(core) }.running.get()?;
+        // SAFETY: as above.
+        let shared = NonNull::from(&*unsafe { current::core_ref(core) }.shared);
+        Some(Running { core, shared, index, generation })
+    }
+
+    /// The process's worker core.
+    #[inline]
+    fn core(&self) -> &WorkerCore {
+        // SAFETY: see the type's doc: the core outlives every frame of a
+        // process that can still run.
+        unsafe { current::core_ref(self.core) }
     }
 
     /// The process's runtime.
@@ -78,7 +90,7 @@ impl Running {
 
     /// A counted handle to the process's runtime.
     pub(crate) fn shared_arc(&self) -> Arc<Shared> {
-        current::with(|core| core.shared.clone()).expect("a running process has a current worker")
+        self.core().shared.clone()
     }
 
     /// Switches from the running process back to its worker.
@@ -89,12 +101,10 @@ impl Running {
     /// this is the final switch (`finish`).
     unsafe fn switch_out(&self, reason: SwitchReason) {
         let body = self.slot().body.get();
-        let load = current::with(|core| {
-            debug_assert!(core.preempt.enabled(), "switch with preemption disabled (a lock held?)");
-            core.reason.set(reason);
-            core.context.get().cast_const()
-        });
-        let Some(load) = load else { return };
+        let core = self.core();
+        debug_assert!(core.preempt.enabled(), "switch with preemption disabled (a lock held?)");
+        core.reason.set(reason);
+        let load = core.context.get().cast_const();
         // SAFETY: 1. the worker's context (`load`) was saved by the
         //    `resume` in `run` that is running this process, so the
         //    `suspend` returns there; it is an UnsafeCell only the switch
@@ -300,7 +310,7 @@ pub fn begin_wait() -> Result<Waker, NotInProcess> {
     let running = Running::get().ok_or(NotInProcess)?;
     let epoch = running.slot().state.begin_wait(running.generation);
     running.observe_stop();
-    current::with(|core| core.wait_open.set(true));
+    running.core().wait_open.set(true);
     Ok(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
 }
 
@@ -309,7 +319,7 @@ pub fn begin_wait() -> Result<Waker, NotInProcess> {
 pub fn retire_wait() {
     let Some(running) = Running::get() else { return };
     let _ = running.slot().state.retire_wait(running.generation);
-    current::with(|core| core.wait_open.set(false));
+    running.core().wait_open.set(false);
     running.observe_stop();
 }
 
@@ -318,7 +328,7 @@ pub fn retire_wait() {
 /// at once if that wake already landed. Outside a process it does nothing.
 pub fn park() {
     let Some(running) = Running::get() else { return };
-    current::with(|core| core.wait_open.set(false));
+    running.core().wait_open.set(false);
     match running.slot().state.park(running.generation) {
         // SAFETY: the word is Parked.
         Park::Parked => unsafe { running.switch_out(SwitchReason::Park) },

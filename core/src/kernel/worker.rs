@@ -210,11 +210,11 @@ impl Worker {
     /// `process_budget` ready processes, publish statistics. Returns whether
     /// it did any work.
     pub fn try_tick(&mut self) -> bool {
-        let shared = self.core().shared.clone();
-        let hooks = shared.hooks;
+        let core = self.core();
+        let hooks = core.shared.hooks;
         let previous = (hooks.get_current)();
         (hooks.set_current)(self.core.as_ptr().cast());
-        let did = pass(self.core(), &shared);
+        let did = pass(core, &core.shared);
         (hooks.set_current)(previous);
         did
     }
