@@ -418,7 +418,7 @@ impl Shared {
 
     /// `request_stop`, recording the reason the process's death will
     /// report if it ends stopped (`None`: plain `Stopped`). The first
-    /// recorded reason wins.
+    /// recorded reason wins, but `Killed` overrides any other.
     pub(crate) fn request_stop_with(&self, pid: Pid, reason: Option<ExitReason>) -> Result<(), NoProc> {
         let slot = self.slot(pid.index()).ok_or(NoProc(pid))?;
         let _np = NoPreempt::new();
@@ -434,7 +434,10 @@ impl Shared {
             {
                 return Err(NoProc(pid));
             }
-            if cold.stop_reason.is_none() && slot.stop.load(Ordering::Acquire) == STOP_NONE {
+            // The first reason wins, except that a kill overrides a
+            // gentler reason still pending: the death reports `Killed`.
+            let kill = reason == Some(ExitReason::Killed);
+            if kill || (cold.stop_reason.is_none() && slot.stop.load(Ordering::Acquire) == STOP_NONE) {
                 cold.stop_reason = reason;
             }
             let _ =

@@ -1,5 +1,5 @@
 //! Supervisors: processes that start children, watch them, and restart
-//! them by policy (ROADMAP v0.4 §2).
+//! them by policy.
 //!
 //! A supervisor is itself a process. It starts its children in start order
 //! (the order of [`Supervisor::child`], then of [`SupervisorRef::start_child`]),
@@ -17,7 +17,11 @@
 //!    the running siblings started after it). The survivors are stopped in
 //!    reverse start order, each awaited before the next is stopped, and then
 //!    the dead child and the cycled survivors are restarted in start order
-//!    (a cycled `Temporary` survivor is stopped and forgotten).
+//!    (a cycled `Temporary` survivor is stopped and forgotten). The group
+//!    restarts as one: if a start fails, the members already restarted are
+//!    stopped again and the whole group is retried, each attempt charged to
+//!    the intensity. Between attempts the supervisor keeps answering its
+//!    requests (`which_children`, `start_child`, `stop`).
 //!
 //! [`SupervisorRef::stop`] is the ordered shutdown: every child stopped in
 //! reverse start order, each awaited; then the supervisor exits normally.
@@ -55,8 +59,21 @@
 //! [`Child`]: a [`JoinHandle`] (stopped with `request_stop`), a
 //! [`SupervisorRef`] (stopped gracefully, with its own ordered shutdown), a
 //! [`ServerRef`](crate::otp::gen_server::ServerRef) (stopped gracefully, so its
-//! `terminate` runs in order). A graceful stop that takes longer than the
-//! child's [`Shutdown`] timeout is escalated to `request_stop`.
+//! `terminate` runs in order). [`Shutdown`] bounds how long the supervisor
+//! waits: after the timeout it kills the child (`ExitReason::Killed`, as the
+//! child's monitors see) and goes on without waiting for it to finish; the
+//! child's slot and stack come back when it does end.
+//!
+//! # What a kill can do
+//!
+//! Killing a process requests its stop: it unwinds (running its
+//! destructors) at its next observation point — a yield, a park,
+//! `check!()`, an allocation under the preempting allocator. A child that
+//! never reaches one cannot be ended by anyone; the supervisor still goes
+//! on after the timeout, but that child keeps its worker busy. A killed
+//! child whose cleanup is slow may still be unwinding while its
+//! replacement starts: a start that needs something the old one holds (a
+//! registered name, say) fails and is retried like any failed start.
 //!
 //! Invariant: a child is running exactly when the supervisor holds an
 //! unconsumed monitor for it; every path that consumes the Down clears the
@@ -80,7 +97,7 @@ use crate::kernel::time::Instant;
 use crate::otp::link::{self, ExitSignal};
 use crate::otp::monitor::{self, Monitor};
 use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
-use crate::sync::select::select;
+use crate::sync::select::{select, select_timeout};
 
 /// Which siblings are cycled when a child is restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -124,10 +141,11 @@ impl Restart {
 /// How a child is stopped when the supervisor cycles it or shuts down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shutdown {
-    /// `request_stop` at once, without asking first.
+    /// Kill at once (`ExitReason::Killed`) and go on without waiting.
     Brutal,
-    /// Ask gracefully (when the child has a graceful stop), wait this long
-    /// for it to die, then `request_stop`.
+    /// Ask gracefully (a graceful stop for servers and supervisors,
+    /// `request_stop` for a plain process), wait at most this long for it
+    /// to die, then kill it and go on without waiting.
     Timeout(Duration),
     /// Ask gracefully and wait as long as it takes (the default for a child
     /// that is itself a supervisor: its own shutdown takes what it takes).
@@ -206,11 +224,15 @@ pub enum StartError {
     Supervisor(Box<SupervisorError>),
     /// A one-shot child (`start_under`) was asked to start a second time.
     AlreadyStarted,
+    /// The start function refused, with its reason (a resource it needs is
+    /// not there yet, say). The supervisor retries like any failed start.
+    Failed(String),
 }
 
 impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            StartError::Failed(reason) => write!(f, "the start function failed: {reason}"),
             StartError::Spawn(e) => write!(f, "{e}"),
             StartError::Supervisor(e) => write!(f, "child supervisor failed to start: {e}"),
             StartError::AlreadyStarted => f.write_str(
@@ -583,6 +605,9 @@ struct State {
     children: Vec<Entry>,
     /// Times of the restarts within the intensity window, oldest first.
     restarts: VecDeque<Instant>,
+    /// Children (indices, in start order) stopped for a restart whose
+    /// start has not yet succeeded: retried between requests.
+    pending: Vec<usize>,
 }
 
 impl Drop for State {
@@ -605,6 +630,7 @@ fn supervise(config: Supervisor, control: Receiver<Control>, init: Sender<Result
         within: config.within,
         children: config.children.into_iter().map(|spec| Entry { spec, running: None }).collect(),
         restarts: VecDeque::new(),
+        pending: Vec::new(),
     };
     for index in 0..state.children.len() {
         if let Err(error) = state.start_child(index) {
@@ -637,6 +663,11 @@ impl State {
     fn run(&mut self, control: Receiver<Control>, trap: Option<Receiver<ExitSignal>>) -> Exit {
         let mut trap = trap;
         loop {
+            if !self.pending.is_empty() {
+                if let Err(exit) = self.retry_pending() {
+                    return exit;
+                }
+            }
             let picked = {
                 // Priority: Downs (in start order), then requests, then the
                 // exit signals nobody needs.
@@ -654,7 +685,16 @@ impl State {
                     arms.push(trap);
                     which.push(Arm::Trap);
                 }
-                which[select(&arms)]
+                if self.pending.is_empty() {
+                    which[select(&arms)]
+                } else {
+                    // A restart is pending: answer what is there, then try
+                    // it again.
+                    match select_timeout(&arms, RETRY_BACKOFF) {
+                        Some(arm) => which[arm],
+                        None => continue,
+                    }
+                }
             };
             match picked {
                 Arm::Down(index) => {
@@ -740,31 +780,33 @@ impl State {
         Ok(pid)
     }
 
-    /// Stops child `index` if it runs and waits for its death.
+    /// Stops child `index` if it runs and waits for its death, at most as
+    /// long as its [`Shutdown`] allows; then kills it and goes on.
     fn stop_child(&mut self, index: usize) {
         let entry = &mut self.children[index];
         let Some(Running { pid, monitor, stop, handle }) = entry.running.take() else { return };
-        if let Some(stop) = stop {
-            match entry.spec.shutdown {
-                Shutdown::Brutal => {}
-                Shutdown::Timeout(timeout) => {
-                    stop();
-                    match monitor.rx.recv_timeout(timeout) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Ok(_) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::NotInProcess) => {
-                            return
-                        }
-                    }
-                }
-                Shutdown::Infinity => {
-                    stop();
-                    let _ = monitor.rx.recv();
-                    return;
+        let ask = |stop: Option<Box<dyn FnOnce() + Send>>| match stop {
+            Some(stop) => stop(),
+            None => {
+                let _ = process::request_stop(pid);
+            }
+        };
+        match entry.spec.shutdown {
+            Shutdown::Brutal => kill(pid),
+            Shutdown::Timeout(timeout) => {
+                ask(stop);
+                match monitor.rx.recv_timeout(timeout) {
+                    Ok(_) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::NotInProcess) => {}
+                    Err(RecvTimeoutError::Timeout) => kill(pid),
                 }
             }
+            Shutdown::Infinity => {
+                ask(stop);
+                let _ = monitor.rx.recv();
+            }
         }
-        let _ = process::request_stop(pid);
-        let _ = monitor.rx.recv();
+        // A child that was killed and not waited for is reclaimed when it
+        // ends: dropping its handle detaches it.
         drop(handle);
     }
 
@@ -810,6 +852,10 @@ impl State {
         if !policy.restarts_after(&reason) {
             if policy == Restart::Temporary {
                 self.children.remove(index);
+                // Indices after it move down by one.
+                for j in self.pending.iter_mut().filter(|j| **j > index) {
+                    *j -= 1;
+                }
             }
             return Ok(());
         }
@@ -825,34 +871,60 @@ impl State {
         for &j in cycled.iter().rev() {
             self.stop_child(j);
         }
-        let mut forgotten = Vec::new();
-        for &j in &cycled {
-            if j != index && self.children[j].spec.restart == Restart::Temporary {
-                forgotten.push(j);
-                continue;
-            }
-            self.restart_child(j)?;
-        }
-        for j in forgotten.into_iter().rev() {
+        // Cycled `Temporary` survivors are forgotten, the rest restart as
+        // one group (together with any group still pending).
+        let mut group: Vec<usize> = cycled
+            .iter()
+            .copied()
+            .filter(|&j| j == index || self.children[j].spec.restart != Restart::Temporary)
+            .chain(self.pending.drain(..))
+            .collect();
+        let forgotten: Vec<usize> = cycled.iter().copied().filter(|j| !group.contains(j)).collect();
+        for &j in forgotten.iter().rev() {
             self.children.remove(j);
         }
-        Ok(())
+        for j in group.iter_mut() {
+            *j -= forgotten.iter().filter(|&&f| f < *j).count();
+        }
+        group.sort_unstable();
+        group.dedup();
+        self.pending = group;
+        self.retry_pending()
     }
 
-    /// Restarts child `index`; a failed start is retried, each attempt
-    /// charged to the intensity window, so a child that cannot start ends
-    /// the supervisor instead of spinning it.
-    fn restart_child(&mut self, index: usize) -> Result<(), Exit> {
-        loop {
-            match self.start_child(index) {
-                Ok(_) => return Ok(()),
+    /// Starts the pending group in start order. If a start fails, the
+    /// members already started are stopped again (reverse order) and the
+    /// attempt is charged to the intensity; the group stays pending and the
+    /// run loop retries it after answering its requests.
+    fn retry_pending(&mut self) -> Result<(), Exit> {
+        let group = core::mem::take(&mut self.pending);
+        let mut started = Vec::with_capacity(group.len());
+        for &j in &group {
+            if self.children[j].running.is_some() {
+                continue;
+            }
+            match self.start_child(j) {
+                Ok(_) => started.push(j),
                 Err(_) => {
-                    self.charge_restart()?;
-                    process::yield_now();
+                    for &k in started.iter().rev() {
+                        self.stop_child(k);
+                    }
+                    self.pending = group;
+                    return self.charge_restart();
                 }
             }
         }
+        Ok(())
     }
+}
+
+/// How long the supervisor waits for requests between two attempts at a
+/// pending restart.
+const RETRY_BACKOFF: Duration = Duration::from_millis(1);
+
+/// Kills `pid` (`ExitReason::Killed`) without waiting for it to end.
+fn kill(pid: Pid) {
+    let _ = link::exit(pid, ExitReason::Killed);
 }
 
 #[cfg(test)]
