@@ -61,4 +61,4 @@ pub use sync::channel::{
     TrySendError,
 };
 pub use sync::mutex::{LockError, Mutex, MutexGuard};
-pub use sync::select::{select, select_timeout};
+pub use sync::select::{select, select_timeout, Never, Select};

@@ -1,6 +1,5 @@
 //! gen_server: a process that owns a state and serves calls, casts,
-//! out-of-band messages and monitor Downs, one at a time (ROADMAP v0.4 §5,
-//! v0.6 §3, v0.8).
+//! out-of-band messages and monitor Downs, one at a time.
 //!
 //! The server owns four kinds of arm and waits on them with one
 //! [`select`], in priority order:
@@ -45,7 +44,7 @@ use crate::otp::supervisor::{self, Child, Shutdown, StartError, SupervisorError,
 use crate::sync::channel::{
     channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError,
 };
-use crate::sync::select::select;
+use crate::sync::select::Select;
 
 /// A server's behaviour. The state is `self`; the handlers run in the
 /// server process, one message at a time.
@@ -377,8 +376,10 @@ fn serve<G: GenServer>(state: G, inbox: Receiver<Envelope<G>>, infos: Vec<Receiv
     guard.reason = reason;
 }
 
-/// What `select` picked.
-#[derive(Clone, Copy)]
+/// The arms of the server loop's `Select`. `Down(i)` and `Info(i)` are
+/// positions in their vectors: the keys `Down(0..downs.len())` and
+/// `Info(0..infos.len())` are always exactly the ones in the set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Arm {
     Down(usize),
     Control,
@@ -395,51 +396,55 @@ fn serve_loop<G: GenServer>(
 ) -> TerminateReason {
     let mut infos = infos;
     let mut downs: Vec<Monitor> = Vec::new();
-    // The control arm cannot close while `ctx` holds a sender; the flag
-    // keeps the loop correct should that ever change.
-    let mut control_open = true;
+    // Priority: Downs (oldest monitor first), control, infos, the inbox.
+    // Built once; it changes only when a monitor or an info channel comes
+    // or goes, so a message costs no allocation.
+    let mut select = Select::with_capacity(infos.len() + 2);
+    select.add(Arm::Control);
+    for index in 0..infos.len() {
+        select.add(Arm::Info(index));
+    }
+    select.add(Arm::Inbox);
     loop {
-        let picked = {
-            let mut arms: Vec<&dyn Selectable> = Vec::with_capacity(downs.len() + infos.len() + 2);
-            let mut which = Vec::with_capacity(arms.capacity());
-            for (index, monitor) in downs.iter().enumerate() {
-                arms.push(&monitor.rx);
-                which.push(Arm::Down(index));
-            }
-            if control_open {
-                arms.push(control);
-                which.push(Arm::Control);
-            }
-            for (index, info) in infos.iter().enumerate() {
-                arms.push(info);
-                which.push(Arm::Info(index));
-            }
-            arms.push(inbox);
-            which.push(Arm::Inbox);
-            which[select(&arms)]
-        };
+        let picked = select.wait(|arm| match arm {
+            Arm::Down(index) => &downs[index].rx as &dyn Selectable,
+            Arm::Control => control,
+            Arm::Info(index) => &infos[index],
+            Arm::Inbox => inbox,
+        });
         match picked {
             Arm::Down(index) => match downs[index].rx.try_recv() {
                 Ok(down) => {
                     downs.remove(index);
+                    select.remove(Arm::Down(downs.len()));
                     server.handle_down(ctx, down);
                 }
                 Err(TryRecvError::Empty) => {}
                 // A monitor closed without a Down (cancelled): drop it.
                 Err(TryRecvError::Disconnected) => {
                     downs.remove(index);
+                    select.remove(Arm::Down(downs.len()));
                 }
             },
             Arm::Control => match control.try_recv() {
-                Ok(monitor) => downs.push(monitor),
+                Ok(monitor) => {
+                    // Downs come first, oldest first: the new one goes last
+                    // among them.
+                    select.insert(downs.len(), Arm::Down(downs.len()));
+                    downs.push(monitor);
+                }
                 Err(TryRecvError::Empty) => {}
-                Err(TryRecvError::Disconnected) => control_open = false,
+                // The closed arm would be ready forever.
+                Err(TryRecvError::Disconnected) => {
+                    select.remove(Arm::Control);
+                }
             },
             Arm::Info(index) => match infos[index].try_recv() {
                 Ok(info) => server.handle_info(info),
                 Err(TryRecvError::Empty) => {}
                 Err(TryRecvError::Disconnected) => {
                     infos.remove(index);
+                    select.remove(Arm::Info(infos.len()));
                 }
             },
             Arm::Inbox => match inbox.try_recv() {

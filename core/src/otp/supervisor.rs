@@ -97,7 +97,7 @@ use crate::kernel::time::Instant;
 use crate::otp::link::{self, ExitSignal};
 use crate::otp::monitor::{self, Monitor};
 use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
-use crate::sync::select::{select, select_timeout};
+use crate::sync::select::{Never, Select};
 
 /// Which siblings are cycled when a child is restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -651,8 +651,9 @@ fn supervise(config: Supervisor, control: Receiver<Control>, init: Sender<Result
     }
 }
 
-/// What `select` picked.
-#[derive(Clone, Copy)]
+/// The arms of the supervisor's `Select`: `Down(i)` is child `i`'s
+/// monitor (never ready while the child is not running).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Arm {
     Down(usize),
     Control,
@@ -660,40 +661,56 @@ enum Arm {
 }
 
 impl State {
+    /// The supervisor's arms in priority order: Downs (in start order),
+    /// then requests, then the exit signals nobody needs.
+    fn arms(&self, trap: bool) -> Select<Arm> {
+        let mut select = Select::with_capacity(self.children.len() + 2);
+        for index in 0..self.children.len() {
+            select.add(Arm::Down(index));
+        }
+        select.add(Arm::Control);
+        if trap {
+            select.add(Arm::Trap);
+        }
+        select
+    }
+
     fn run(&mut self, control: Receiver<Control>, trap: Option<Receiver<ExitSignal>>) -> Exit {
         let mut trap = trap;
+        let mut select = self.arms(trap.is_some());
         loop {
             if !self.pending.is_empty() {
                 if let Err(exit) = self.retry_pending() {
                     return exit;
                 }
             }
-            let picked = {
-                // Priority: Downs (in start order), then requests, then the
-                // exit signals nobody needs.
-                let mut arms: Vec<&dyn Selectable> = Vec::with_capacity(self.children.len() + 2);
-                let mut which = Vec::with_capacity(self.children.len() + 2);
-                for (index, entry) in self.children.iter().enumerate() {
-                    if let Some(running) = &entry.running {
-                        arms.push(&running.monitor.rx);
-                        which.push(Arm::Down(index));
-                    }
+            // Rebuilt only when the set of children changes size; a
+            // message costs no allocation.
+            if select.len() != self.children.len() + 1 + usize::from(trap.is_some()) {
+                select = self.arms(trap.is_some());
+            }
+            let resolve = |arm: Arm| -> &dyn Selectable {
+                match arm {
+                    Arm::Down(index) => match &self.children[index].running {
+                        Some(running) => &running.monitor.rx,
+                        // Not running (between a death and its restart).
+                        None => &Never,
+                    },
+                    Arm::Control => &control,
+                    Arm::Trap => match &trap {
+                        Some(trap) => trap,
+                        None => &Never,
+                    },
                 }
-                arms.push(&control);
-                which.push(Arm::Control);
-                if let Some(trap) = &trap {
-                    arms.push(trap);
-                    which.push(Arm::Trap);
-                }
-                if self.pending.is_empty() {
-                    which[select(&arms)]
-                } else {
-                    // A restart is pending: answer what is there, then try
-                    // it again.
-                    match select_timeout(&arms, RETRY_BACKOFF) {
-                        Some(arm) => which[arm],
-                        None => continue,
-                    }
+            };
+            let picked = if self.pending.is_empty() {
+                select.wait(resolve)
+            } else {
+                // A restart is pending: answer what is there, then try it
+                // again.
+                match select.wait_timeout(RETRY_BACKOFF, resolve) {
+                    Some(arm) => arm,
+                    None => continue,
                 }
             };
             match picked {

@@ -1,4 +1,5 @@
-//! Waiting on several channels at once (ROADMAP v0.7 §3–4).
+//! Waiting on several channels at once: [`select`] over a slice of arms,
+//! and [`Select`], a set of arms built once and waited on many times.
 //!
 //! `select` opens one wait, registers its [`Waker`](crate::kernel::process::Waker) in each arm in priority
 //! order, and parks once. There is no cancellation pass: when one arm wins,
@@ -14,14 +15,16 @@
 //! once observed, drop it from the arm set, or it starves every arm after
 //! it.
 
+use alloc::vec::Vec;
+use core::fmt;
 use core::time::Duration;
 
 use crate::kernel::process;
 use crate::kernel::time::Instant;
 use crate::sync::channel::Selectable;
 
-fn first_ready(arms: &[&dyn Selectable]) -> Option<usize> {
-    arms.iter().position(|arm| arm.is_ready())
+fn first_ready<'a>(count: usize, arm: impl Fn(usize) -> &'a dyn Selectable) -> Option<usize> {
+    (0..count).find(|&i| arm(i).is_ready())
 }
 
 /// Parks the calling process until one of `arms` is ready and returns the
@@ -32,7 +35,7 @@ fn first_ready(arms: &[&dyn Selectable]) -> Option<usize> {
 /// process it spins.
 pub fn select(arms: &[&dyn Selectable]) -> usize {
     loop {
-        if let Some(i) = wait(arms, None) {
+        if let Some(i) = wait(arms.len(), |i| arms[i], None) {
             return i;
         }
     }
@@ -41,14 +44,18 @@ pub fn select(arms: &[&dyn Selectable]) -> usize {
 /// [`select`] with a timeout: `None` if no arm became ready within
 /// `timeout`. Outside a process (no runtime clock) it checks once.
 pub fn select_timeout(arms: &[&dyn Selectable], timeout: Duration) -> Option<usize> {
-    let Some(now) = process::now() else { return first_ready(arms) };
-    wait(arms, Some(now + timeout))
+    let Some(now) = process::now() else { return first_ready(arms.len(), |i| arms[i]) };
+    wait(arms.len(), |i| arms[i], Some(now + timeout))
 }
 
-/// One select: `Some(index)` when an arm is ready, `None` when the deadline
-/// passed first.
-fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> Option<usize> {
-    if let Some(i) = first_ready(arms) {
+/// One select over `count` arms, arm `i` being `arm(i)`: `Some(index)`
+/// when an arm is ready, `None` when the deadline passed first.
+fn wait<'a>(
+    count: usize,
+    arm: impl Fn(usize) -> &'a dyn Selectable,
+    deadline: Option<Instant>,
+) -> Option<usize> {
+    if let Some(i) = first_ready(count, &arm) {
         return Some(i);
     }
     loop {
@@ -56,7 +63,7 @@ fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> Option<usize> {
             // Not a process: nothing to park; poll.
             use smarm_arch::Arch;
             smarm_arch::Native::spin_hint();
-            if let Some(i) = first_ready(arms) {
+            if let Some(i) = first_ready(count, &arm) {
                 return Some(i);
             }
             continue;
@@ -64,26 +71,179 @@ fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> Option<usize> {
         if let Some(deadline) = deadline {
             if process::now().is_some_and(|now| now >= deadline) {
                 process::retire_wait();
-                return first_ready(arms);
+                return first_ready(count, &arm);
             }
             // The timer is the select's own stamped waker; if an arm wins
             // first it fires later as a stale no-op.
             let _ = process::wake_at(&waker, deadline);
         }
-        if arms.iter().any(|arm| arm.register(&waker)) {
+        if (0..count).any(|i| arm(i).register(&waker)) {
             // Ready at registration: retire the wait so the registrations
             // already made in earlier arms are inert.
             process::retire_wait();
-            if let Some(i) = first_ready(arms) {
+            if let Some(i) = first_ready(count, &arm) {
                 return Some(i);
             }
             continue;
         }
         process::park();
-        if let Some(i) = first_ready(arms) {
+        if let Some(i) = first_ready(count, &arm) {
             return Some(i);
         }
         // No arm is ready: with precise wakes only the deadline timer can
         // have woken us; the loop head reports the timeout.
+    }
+}
+
+/// A set of arms built once and waited on many times, in the spirit of
+/// crossbeam-channel's `Select`: nothing is allocated per wait.
+///
+/// Arms are named by keys of the caller's choosing (`K`), in priority
+/// order: [`add`](Select::add) appends one, [`remove`](Select::remove)
+/// takes one out. The arms themselves stay where the caller keeps them; a
+/// wait is given a function from key to arm, so the set can name arms in
+/// containers that change between waits (a vector of monitors, say)
+/// without borrowing them across those changes.
+///
+/// A wait returns the key of the lowest-priority-index ready arm; then
+/// `try_recv` on that arm returns at once. A closed arm is ready forever:
+/// `remove` it once seen closed, or it starves every arm after it.
+///
+/// ```no_run
+/// use smarm_core::{channel, Select};
+///
+/// #[derive(Clone, Copy, PartialEq, Debug)]
+/// enum Arm { Control, Data }
+///
+/// let (_control_tx, control) = channel::<&'static str>();
+/// let (_data_tx, data) = channel::<u64>();
+/// let mut select = Select::new();
+/// select.add(Arm::Control); // first: it wins when both are ready
+/// select.add(Arm::Data);
+/// loop {
+///     let picked = select.wait(|arm| match arm {
+///         Arm::Control => &control as &dyn smarm_core::Selectable,
+///         Arm::Data => &data,
+///     });
+///     match picked {
+///         Arm::Control => match control.try_recv() {
+///             Ok(command) => println!("command {command}"),
+///             Err(_) => break, // closed: nothing more will come
+///         },
+///         Arm::Data => match data.try_recv() {
+///             Ok(value) => println!("data {value}"),
+///             Err(_) => { select.remove(Arm::Data); }
+///         },
+///     }
+/// }
+/// ```
+pub struct Select<K> {
+    keys: Vec<K>,
+}
+
+impl<K> Default for Select<K> {
+    fn default() -> Self {
+        Select { keys: Vec::new() }
+    }
+}
+
+impl<K: fmt::Debug> fmt::Debug for Select<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Select").field("arms", &self.keys).finish()
+    }
+}
+
+impl<K: Copy + PartialEq> Select<K> {
+    /// An empty set.
+    pub fn new() -> Select<K> {
+        Select { keys: Vec::new() }
+    }
+
+    /// An empty set with room for `arms` arms before it allocates.
+    pub fn with_capacity(arms: usize) -> Select<K> {
+        Select { keys: Vec::with_capacity(arms) }
+    }
+
+    /// Adds arm `key` after every arm already in the set (lowest priority).
+    pub fn add(&mut self, key: K) {
+        self.keys.push(key);
+    }
+
+    /// Adds arm `key` at priority `position` (0 is first); arms from there
+    /// on move one place down. A `position` past the end appends.
+    pub fn insert(&mut self, position: usize, key: K) {
+        self.keys.insert(position.min(self.keys.len()), key);
+    }
+
+    /// Removes arm `key`; `false` if it was not in the set.
+    pub fn remove(&mut self, key: K) -> bool {
+        match self.keys.iter().position(|k| *k == key) {
+            Some(i) => {
+                self.keys.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether arm `key` is in the set.
+    pub fn contains(&self, key: K) -> bool {
+        self.keys.contains(&key)
+    }
+
+    /// The arms' keys, in priority order.
+    pub fn keys(&self) -> &[K] {
+        &self.keys
+    }
+
+    /// How many arms the set has.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the set has no arm.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The key of the first ready arm, without parking.
+    pub fn try_ready<'a>(&self, arm: impl Fn(K) -> &'a dyn Selectable) -> Option<K> {
+        first_ready(self.keys.len(), |i| arm(self.keys[i])).map(|i| self.keys[i])
+    }
+
+    /// Parks the calling process until an arm is ready and returns its key
+    /// (the first ready one in priority order). With no arm it parks until
+    /// stopped; outside a process it spins.
+    pub fn wait<'a>(&self, arm: impl Fn(K) -> &'a dyn Selectable) -> K {
+        loop {
+            if let Some(i) = wait(self.keys.len(), |i| arm(self.keys[i]), None) {
+                return self.keys[i];
+            }
+        }
+    }
+
+    /// [`wait`](Select::wait) with a timeout: `None` if no arm became ready
+    /// within `timeout`. Outside a process it checks once.
+    pub fn wait_timeout<'a>(&self, timeout: Duration, arm: impl Fn(K) -> &'a dyn Selectable) -> Option<K> {
+        let resolve = |i: usize| arm(self.keys[i]);
+        let found = match process::now() {
+            Some(now) => wait(self.keys.len(), resolve, Some(now + timeout)),
+            None => first_ready(self.keys.len(), resolve),
+        };
+        found.map(|i| self.keys[i])
+    }
+}
+
+/// An arm that is never ready: a placeholder for a key whose arm is gone
+/// for now (a supervisor's child between a death and its restart).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Never;
+
+impl Selectable for Never {
+    fn is_ready(&self) -> bool {
+        false
+    }
+    fn register(&self, _waker: &process::Waker) -> bool {
+        false
     }
 }
