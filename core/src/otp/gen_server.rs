@@ -2,7 +2,7 @@
 //! out-of-band messages and monitor Downs, one at a time.
 //!
 //! The server owns four kinds of arm and waits on them with one
-//! [`select`], in priority order:
+//! [`Select`], in priority order:
 //!
 //! 1. **Downs** of the monitors it watches, in the order it started
 //!    watching them → [`GenServer::handle_down`]. A Down retires its arm
