@@ -33,9 +33,12 @@ const SPAWNS: usize = 10_000;
 /// `striped`.
 fn ring_name() -> &'static str {
     let name = std::any::type_name::<smarm_core::kernel::ring::WakeRing<u32>>();
-    ["mutex", "mpmc", "striped"]
+    // Module name → the feature (and results) name: the lock-based ring
+    // lives in `ring::locked`, selected by `rq-mutex`.
+    [("locked", "mutex"), ("mpmc", "mpmc"), ("striped", "striped")]
         .into_iter()
-        .find(|ring| name.contains(&format!("::{ring}::")))
+        .find(|(module, _)| name.contains(&format!("::{module}::")))
+        .map(|(_, ring)| ring)
         .unwrap_or_else(|| panic!("unknown wake ring {name}"))
 }
 
