@@ -33,7 +33,7 @@ pub mod kernel;
 pub mod otp;
 pub mod sync;
 
-pub use kernel::config::{Config, ConfigError};
+pub use kernel::config::{Config, ConfigError, MIN_STACK_SIZE};
 pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use kernel::exit::ExitReason;
 pub use kernel::host::HostHooks;
