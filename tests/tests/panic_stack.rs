@@ -57,7 +57,9 @@ fn panic_with_backtrace_on_the_smallest_stack_is_survived() {
         assert!(!output.contains("stack overflow"), "RUST_BACKTRACE={style}:\n{output}");
         eprintln!("RUST_BACKTRACE={style}: child took {:?}", started.elapsed());
     }
-    let refused = Engine::builder().stack_size(smarm::MIN_STACK_SIZE - 1).build().err().expect("refused");
+    let Err(refused) = Engine::builder().stack_size(smarm::MIN_STACK_SIZE - 1).build() else {
+        panic!("a stack below the minimum was accepted");
+    };
     let text = refused.to_string();
     assert!(text.contains(&format!("use at least {} bytes (64 KiB)", smarm::MIN_STACK_SIZE)), "{text}");
     let refused =

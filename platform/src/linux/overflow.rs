@@ -45,7 +45,7 @@
 //! report.
 //!
 //! An overflow of a canary stack (no guard page) is found by the core when
-//! the process switches out, not by a fault; [`report_and_abort`] prints the
+//! the process switches out, not by a fault; [`crate::Platform::report_overflow`] prints the
 //! same line for it, naming the evidence instead of a fault address, and
 //! aborts.
 
