@@ -53,11 +53,12 @@ fn total(leaves: u64) -> u64 {
 const TREE_PROCESSES: usize = 1_111_111;
 
 /// The smarm configuration for the tree: room for the whole tree at once
-/// (the default slab holds 16,384), and stacks at the 16 KiB minimum
-/// (a node needs well under 4 KiB) so that address space stays at
-/// about 18 GB reserved for 1.1 M stacks.
+/// (the default slab holds 16,384), and stacks at the hosted minimum of
+/// 64 KiB (a node needs well under 4 KiB; the floor is what a panic with a
+/// backtrace needs), so that address space stays at about 73 GB reserved
+/// for 1.1 M stacks, committed only where touched.
 fn smarm_config() -> smarm::Config {
-    smarm::Config { max_actors: 1_200_000, stack_size: 16 * 1024, ..smarm::Config::default() }
+    smarm::Config { max_actors: 1_200_000, stack_size: smarm::MIN_STACK_SIZE, ..smarm::Config::default() }
 }
 
 const _: () = assert!(TREE_PROCESSES < 1_200_000);

@@ -33,7 +33,7 @@ pub mod kernel;
 pub mod otp;
 pub mod sync;
 
-pub use kernel::config::{Config, ConfigError, MAX_ACTORS, MAX_WORKERS};
+pub use kernel::config::{Config, ConfigError, MAX_ACTORS, MAX_WORKERS, MIN_STACK_SIZE};
 pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use kernel::exit::ExitReason;
 pub use kernel::host::HostHooks;

@@ -58,7 +58,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`ingress_budget`](Builder::ingress_budget) | 256 | items per ingress drain per pass (0 = unlimited) |
 /// | [`process_budget`](Builder::process_budget) | 64 | processes resumed per pass (0 = unlimited) |
 /// | [`max_actors`](Builder::max_actors) | 16,384 | slab size: most processes alive at once |
-/// | [`stack_size`](Builder::stack_size) | 256 KiB | usable bytes per process stack (lazily committed) |
+/// | [`stack_size`](Builder::stack_size) | 256 KiB | usable bytes per process stack (lazily committed; at least [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), 64 KiB) |
 /// | [`stack_pool_max`](Builder::stack_pool_max) | 16,384 | stacks kept for reuse |
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
 /// | [`timeslice`](Builder::timeslice) | 2 ms | run time before an allocation (with [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields |
@@ -123,7 +123,14 @@ impl Builder {
         self
     }
 
-    /// Usable bytes of each process stack (at least 16 KiB).
+    /// Usable bytes of each process stack: at least
+    /// [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE) (64 KiB), else
+    /// [`build`](Builder::build) fails with `ConfigError::StackTooSmall`.
+    /// The floor is what a panicking process needs: the panic hook, with
+    /// backtrace capture under `RUST_BACKTRACE=1` or `full`, runs on the
+    /// process's own stack and takes about 24 KiB there. Stacks are
+    /// committed as they are touched, so a large size costs address space,
+    /// not memory.
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.config.stack_size = bytes;
         self

@@ -190,6 +190,19 @@ impl std::fmt::Display for RunError {
 }
 impl std::error::Error for RunError {}
 
+/// The smallest `stack_size` the hosted runtime accepts: 64 KiB.
+///
+/// A panicking process runs std's panic hook on its own stack, and with
+/// `RUST_BACKTRACE=1` or `full` the hook captures and symbolises a
+/// backtrace there: measured at about 22 KiB on x86_64 and 24 KiB on
+/// aarch64 below the panicking frame, for the first panic of the program
+/// (which also loads the debug information). 64 KiB leaves room for that
+/// and for the process's own frames, and costs only address space: stacks
+/// are committed page by page as they are touched. The core alone would
+/// accept 16 KiB ([`smarm_core::MIN_STACK_SIZE`]), which a panic with a
+/// backtrace overflows.
+pub const MIN_STACK_SIZE: usize = 64 * 1024;
+
 /// Builds runtime parts for the hosted platform, after the process-wide
 /// setup every hosted runtime needs: the host hooks, the stack-overflow
 /// handler and the panic hook.
@@ -197,7 +210,7 @@ pub(crate) fn build_parts(
     config: Config,
     drivers: Drivers,
 ) -> Result<(RuntimeParts, Arc<LinuxPlatform>), RunError> {
-    config.validate().map_err(|e| RunError::Build(BuildError::Config(e)))?;
+    config.validate_with_min_stack(MIN_STACK_SIZE).map_err(|e| RunError::Build(BuildError::Config(e)))?;
     smarm_platform::linux::install_overflow_handler()
         .map_err(|e| RunError::Platform(format!("cannot install the stack-overflow handler: {e}")))?;
     host::install_panic_hook();

@@ -14,13 +14,19 @@
 //!   [`Board::send_event`]. The token holds only 0 (empty) and 1 (wake
 //!   pending).
 //! - **No readiness**: every `poll_*` call is [`PollError::Unsupported`].
+//! - **Overflow reports** go to [`Board::write`], and the program ends with
+//!   [`Board::exit`]`(`[`OVERFLOW_EXIT_STATUS`]`)`.
 
 use alloc::alloc::{alloc, dealloc, Layout};
+use core::fmt::{self, Write};
 use core::ptr::NonNull;
 
 use crate::sync::Ordering;
 use crate::STACK_CANARY;
-use crate::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError, StackGuard};
+use crate::{
+    Event, Interest, Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, PollError, RawFd, Stack,
+    StackError, StackGuard,
+};
 
 /// What a bare-metal image supplies to the `bare` platform: a clock, a
 /// console and a way to end. Everything else (stacks, parking) the backend
@@ -38,6 +44,20 @@ pub trait Board: Send + Sync + 'static {
     fn wait_for_event(&self) {}
     /// Signals other cores waiting in `wait_for_event` (e.g. SEV).
     fn send_event(&self) {}
+}
+
+/// The status [`Platform::report_overflow`] ends the program with: 134,
+/// what a shell shows for a Linux program that aborted (128 + SIGABRT).
+pub const OVERFLOW_EXIT_STATUS: i32 = 134;
+
+/// Formats straight onto a board's console, without a buffer.
+struct Console<'a, B: Board>(&'a B);
+
+impl<B: Board> Write for Console<'_, B> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        self.0.write(text.as_bytes());
+        Ok(())
+    }
 }
 
 /// Alignment of bare stacks (AAPCS64 and SysV both ask 16 at a call).
@@ -101,6 +121,13 @@ impl<B: Board> Platform for BarePlatform<B> {
         // which allocated exactly this layout (its size is already rounded,
         // so rounding again is the identity), and that it is dead.
         unsafe { dealloc(stack.bottom(), layout) };
+    }
+
+    fn report_overflow(&self, stack: &Stack, tag: u64, evidence: OverflowEvidence) -> ! {
+        // The console cannot fail in a way worth acting on: the program ends
+        // either way.
+        let _ = writeln!(Console(&self.board), "{}", OverflowReport::new(stack, tag, evidence));
+        self.board.exit(OVERFLOW_EXIT_STATUS)
     }
 
     fn park(&self, token: &ParkToken, deadline: Option<Nanos>) {

@@ -114,6 +114,70 @@ impl Stack {
     }
 }
 
+/// What showed that a process overran its stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverflowEvidence {
+    /// An access faulted in the guard page below the stack, at this
+    /// address.
+    Fault(usize),
+    /// The canary at the bottom of a [`StackGuard::Canary`] stack was
+    /// overwritten, as seen when the process switched out.
+    CanaryOverwritten,
+    /// The stack pointer saved when the process switched out (this value)
+    /// lay below the stack's usable bottom.
+    StackPointer(usize),
+}
+
+/// One stack-overflow report: the line every backend prints, whatever
+/// caught the overflow. Its [`Display`](fmt::Display) form (no trailing
+/// newline) is
+///
+/// ```text
+/// smarm: stack overflow in process 5.2 (stack bottom 0x7f3a0c001000, size 262144 bytes) — fault at 0x7f3a0c000ff8
+/// ```
+///
+/// where `5.2` is the tag's `index.generation` (see [`stack_tag`]; tag 0
+/// prints as `unknown`) and the part after the dash names the
+/// [`OverflowEvidence`]. Formatting allocates nothing and takes no lock, so
+/// a signal handler may use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverflowReport {
+    /// The owner's tag, as given to [`Platform::set_stack_tag`].
+    pub tag: u64,
+    /// Lowest usable address of the stack.
+    pub stack_bottom: usize,
+    /// Usable bytes of the stack.
+    pub stack_size: usize,
+    /// What showed the overflow.
+    pub evidence: OverflowEvidence,
+}
+
+impl OverflowReport {
+    /// The report for `stack`, owned by `tag`.
+    pub fn new(stack: &Stack, tag: u64, evidence: OverflowEvidence) -> OverflowReport {
+        OverflowReport { tag, stack_bottom: stack.bottom() as usize, stack_size: stack.size(), evidence }
+    }
+}
+
+impl fmt::Display for OverflowReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("smarm: stack overflow in process ")?;
+        if self.tag == 0 {
+            f.write_str("unknown")?;
+        } else {
+            write!(f, "{}.{}", self.tag & 0xffff_ffff, self.tag >> 32)?;
+        }
+        write!(f, " (stack bottom {:#x}, size {} bytes) \u{2014} ", self.stack_bottom, self.stack_size)?;
+        match self.evidence {
+            OverflowEvidence::Fault(address) => write!(f, "fault at {address:#x}"),
+            OverflowEvidence::CanaryOverwritten => f.write_str("canary overwritten (seen at a switch out)"),
+            OverflowEvidence::StackPointer(sp) => {
+                write!(f, "stack pointer {sp:#x} below the stack (seen at a switch out)")
+            }
+        }
+    }
+}
+
 /// Why a stack could not be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StackError {
@@ -255,6 +319,16 @@ pub trait Platform: Send + Sync + 'static {
     fn set_stack_tag(&self, stack: &Stack, tag: u64) {
         let _ = (stack, tag);
     }
+
+    /// Reports that the process tagged `tag` (see [`Platform::set_stack_tag`])
+    /// overran `stack`, as `evidence` shows, and ends the program: the memory
+    /// below the stack may be corrupt, so nothing else may run. The report is
+    /// the [`OverflowReport`] line, the same one a guard-page fault prints.
+    /// Called by the core when a process switches out with its stack pointer
+    /// below `stack` or its canary gone. Linux: the line on stderr, then
+    /// `abort`. Bare: the line on the board console, then
+    /// [`bare::Board::exit`] with [`bare::OVERFLOW_EXIT_STATUS`].
+    fn report_overflow(&self, stack: &Stack, tag: u64, evidence: OverflowEvidence) -> !;
 
     /// Parks the calling driver until `token` is woken or `deadline` (on
     /// [`Platform::now`]'s clock) passes; may return spuriously. Consumes a

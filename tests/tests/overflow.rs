@@ -3,12 +3,11 @@
 //! overflow ends the whole program), each overflowing on a *recycled*
 //! stack, for two different pids.
 //!
-//! Forked rather than re-executed so that it also runs under qemu-user,
-//! where a re-exec of the test binary would need binfmt_misc.
+//! One test in this file: see `common::fork`.
 
-use std::io::Read;
-use std::os::unix::io::FromRawFd;
+mod common;
 
+use common::fork::{exit_child, run_child, say};
 use smarm::Engine;
 
 const STACK_SIZE: usize = 64 * 1024;
@@ -23,13 +22,6 @@ fn recurse(depth: u64) -> u64 {
         return 0;
     }
     recurse(depth + 1).wrapping_add(u64::from(frame[511]))
-}
-
-/// Writes straight to fd 2 (the pipe): the test harness captures
-/// `eprintln!`, and the overflow report goes to fd 2 too.
-fn say(message: &str) {
-    // SAFETY: writing a valid buffer to fd 2, which the child owns.
-    unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
 }
 
 /// The child: `warmups` processes run and exit first, so the overflowing
@@ -54,52 +46,14 @@ fn child(warmups: usize) -> ! {
         let _ = overflowing.join();
     });
     say("CHILD survived the overflow\n");
-    // SAFETY: ending the forked child without running the parent's atexit
-    // handlers or the test harness.
-    unsafe { libc::_exit(3) }
-}
-
-/// Forks, runs `child(warmups)` with stderr into a pipe, returns the
-/// child's stderr and its wait status.
-fn run_child(warmups: usize) -> (String, libc::c_int) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    let (read_end, write_end) = (fds[0], fds[1]);
-    // SAFETY: the child only sets up fds and runs `child`, which never
-    // returns; this test binary runs no other test concurrently (one test
-    // in this file), so no lock is held by another thread at the fork.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        // SAFETY: plain fd and rlimit calls on descriptors we own.
-        unsafe {
-            libc::close(read_end);
-            libc::dup2(write_end, 2);
-            libc::close(write_end);
-            // No core file for the expected crash.
-            let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-            libc::setrlimit(libc::RLIMIT_CORE, &none);
-        }
-        child(warmups);
-    }
-    // SAFETY: closing our copy of the write end, which we own.
-    unsafe { libc::close(write_end) };
-    // SAFETY: `read_end` is a pipe fd we own; the File closes it.
-    let mut pipe = unsafe { std::fs::File::from_raw_fd(read_end) };
-    let mut output = String::new();
-    pipe.read_to_string(&mut output).unwrap();
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    (output, status)
+    exit_child(3)
 }
 
 #[test]
 fn overflow_on_a_recycled_stack_names_the_process_in_two_children() {
     let mut pids = Vec::new();
     for warmups in [1, 3] {
-        let (output, status) = run_child(warmups);
+        let (output, status) = run_child(child, warmups);
         assert!(libc::WIFSIGNALED(status), "child did not die of a signal (status {status}):\n{output}");
         let signal = libc::WTERMSIG(status);
         assert!(signal == libc::SIGSEGV || signal == libc::SIGBUS, "signal {signal}:\n{output}");

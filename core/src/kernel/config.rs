@@ -21,6 +21,16 @@ pub struct Config {
     pub max_actors: usize,
     /// Usable bytes of each process stack. Default 256 KiB (lazily
     /// committed: a process that touches one page costs one page).
+    ///
+    /// At least [`MIN_STACK_SIZE`] (16 KiB), and at least what the host
+    /// asks for: a host runs a panicking process's panic machinery on the
+    /// process's own stack, and std's — the panic hook with backtrace
+    /// capture and symbolisation, `RUST_BACKTRACE=1` or `full` — was
+    /// measured to take about 22 KiB (x86_64) and 24 KiB (aarch64) below
+    /// the panicking frame. The hosted runtime therefore refuses stacks
+    /// below 64 KiB; a bare-metal host without unwinding or backtraces
+    /// keeps the 16 KiB floor. Whatever the size, a process that panics
+    /// needs that headroom below its deepest frame.
     pub stack_size: usize,
     /// Stacks kept in the pool for reuse before extra ones are freed back
     /// to the platform. `None` (the default) keeps up to 16,384 — as many
@@ -71,8 +81,13 @@ pub enum ConfigError {
     TooManyWorkers(usize),
     /// `max_actors` must be at least 1 and at most [`MAX_ACTORS`].
     MaxActors(usize),
-    /// `stack_size` must be at least 16 KiB.
-    StackTooSmall(usize),
+    /// `stack_size` is below the smallest the runtime's host accepts.
+    StackTooSmall {
+        /// The configured size.
+        size: usize,
+        /// The smallest size accepted.
+        minimum: usize,
+    },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -83,7 +98,11 @@ impl core::fmt::Display for ConfigError {
                 write!(f, "worker_count {n} out of range: use 1 ..= {MAX_WORKERS}")
             }
             ConfigError::MaxActors(n) => write!(f, "max_actors {n} out of range: use 1 ..= {MAX_ACTORS}"),
-            ConfigError::StackTooSmall(n) => write!(f, "stack_size {n} too small: use at least 16 KiB"),
+            ConfigError::StackTooSmall { size, minimum } => write!(
+                f,
+                "stack_size {size} too small: use at least {minimum} bytes ({} KiB)",
+                minimum.div_ceil(1024)
+            ),
         }
     }
 }
@@ -100,12 +119,26 @@ pub const MAX_WORKERS: usize = 1024;
 /// abort.
 pub const MAX_ACTORS: usize = 1 << 24;
 
+/// The smallest `stack_size` the core accepts from any host: room for the
+/// process entry, the switch and the exit path, with margin. Hosts may ask
+/// for more ([`Config::validate_with_min_stack`]); see `Config::stack_size`.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+
 /// The pool bound used when `Config::stack_pool_max` is `None`.
 pub const DEFAULT_STACK_POOL_MAX: usize = 16_384;
 
 impl Config {
-    /// Checks the configuration.
+    /// Checks the configuration against the core's own limits
+    /// (`stack_size` at least [`MIN_STACK_SIZE`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_with_min_stack(MIN_STACK_SIZE)
+    }
+
+    /// Checks the configuration, with `stack_size` at least `min_stack`
+    /// (and never below [`MIN_STACK_SIZE`]): for hosts whose processes need
+    /// more stack than the core does.
+    pub fn validate_with_min_stack(&self, min_stack: usize) -> Result<(), ConfigError> {
+        let minimum = min_stack.max(MIN_STACK_SIZE);
         if self.worker_count == 0 {
             return Err(ConfigError::NoWorkers);
         }
@@ -115,8 +148,8 @@ impl Config {
         if self.max_actors == 0 || self.max_actors > MAX_ACTORS {
             return Err(ConfigError::MaxActors(self.max_actors));
         }
-        if self.stack_size < 16 * 1024 {
-            return Err(ConfigError::StackTooSmall(self.stack_size));
+        if self.stack_size < minimum {
+            return Err(ConfigError::StackTooSmall { size: self.stack_size, minimum });
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use core::fmt;
 use core::ptr::{self, NonNull};
 
 use smarm_arch::{Arch, Context, Native};
-use smarm_platform::Nanos;
+use smarm_platform::{Nanos, OverflowEvidence, Stack};
 
 use crate::kernel::atomic::{AtomicU64, Ordering};
 use crate::kernel::current;
@@ -23,6 +23,7 @@ use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::preempt::PreemptState;
 use crate::kernel::runtime::{Admin, Shared};
+use crate::kernel::slab::SlotBody;
 use crate::kernel::timer::Timers;
 
 /// Why a process switched back to its worker.
@@ -332,12 +333,14 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     //    come back here; no reference to it is live (it is an UnsafeCell
     //    reached only by the switch code);
     // 3. the slot's body belongs to this worker while the process is live,
-    //    and the process is not running now (we are).
+    //    and the process is not running now (we are): the reference the
+    //    stack check takes is the only one.
     unsafe {
         Native::resume(save, ptr::addr_of!((*body).context));
         // Track the deepest stack pointer seen at a switch out: finalize
         // uses it to decide whether the stack needs trimming.
         (*body).low_water = (*body).low_water.min((*body).context.sp);
+        check_stack(shared, &*body, Pid::from_parts(index, generation));
     }
     core.running.set(None);
     match core.reason.get() {
@@ -349,6 +352,34 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
             shared.finalize(index, generation);
         }
     }
+}
+
+/// Ends the program with the platform's overflow report if the process
+/// that just switched out (for any reason, its exit included) overran its
+/// stack: its saved stack pointer lies below the stack, or the canary of a
+/// canary stack is gone. The stack-pointer check costs one comparison and
+/// also catches a process that switched out while deep below a canary its
+/// frames skipped without writing. (A guard-page stack faults first.) Runs
+/// before this worker runs anything else, so a parked neighbour whose stack
+/// the overflow reached is not resumed by it.
+#[inline]
+fn check_stack(shared: &Shared, body: &SlotBody, pid: Pid) {
+    let Some(stack) = body.stack.as_ref() else { return };
+    let sp = body.context.sp;
+    let evidence = if sp < stack.bottom() as usize {
+        OverflowEvidence::StackPointer(sp)
+    } else if !stack.canary_intact() {
+        OverflowEvidence::CanaryOverwritten
+    } else {
+        return;
+    };
+    overflowed(shared, stack, pid, evidence)
+}
+
+#[cold]
+#[inline(never)]
+fn overflowed(shared: &Shared, stack: &Stack, pid: Pid, evidence: OverflowEvidence) -> ! {
+    shared.platform.report_overflow(stack, pid.to_bits(), evidence)
 }
 
 /// Requests a stop of every live process owned by worker `id`.

@@ -9,7 +9,8 @@
 //!   shared chunks beyond (read that module's doc before changing it).
 //! - [`overflow`]: the process-wide guard-page registry, the SIGSEGV / SIGBUS
 //!   handler that turns a guard-page fault into a report naming the process,
-//!   and per-thread alternate signal stacks.
+//!   the same report for overflows the core finds at a switch out, and
+//!   per-thread alternate signal stacks.
 //!
 //! The library uses `libc` only (no `std`). A host that runs processes on
 //! this platform calls [`install_overflow_handler`] once and
@@ -36,7 +37,10 @@ use self::stacks::StackAllocator;
 use self::sys::errno;
 pub use self::sys::OsError;
 use crate::sync::Ordering;
-use crate::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError};
+use crate::{
+    Event, Interest, Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, PollError, RawFd, Stack,
+    StackError,
+};
 
 /// Token state: no wake pending, nobody asleep.
 pub const EMPTY: u32 = 0;
@@ -198,6 +202,11 @@ impl Platform for LinuxPlatform {
 
     fn set_stack_tag(&self, stack: &Stack, tag: u64) {
         self.stacks.set_tag(stack, tag);
+    }
+
+    /// Prints the report line on stderr and aborts (SIGABRT).
+    fn report_overflow(&self, stack: &Stack, tag: u64, evidence: OverflowEvidence) -> ! {
+        overflow::report_and_abort(OverflowReport::new(stack, tag, evidence))
     }
 
     fn park(&self, token: &ParkToken, deadline: Option<Nanos>) {

@@ -31,7 +31,8 @@
 //! smarm: stack overflow in process 5.2 (stack bottom 0x7f3a0c001000, size 262144 bytes) — fault at 0x7f3a0c000ff8
 //! ```
 //!
-//! then restores the default SIGSEGV / SIGBUS action and returns: the
+//! (the [`OverflowReport`] line, shared with the other ways an overflow is
+//! found), then restores the default SIGSEGV / SIGBUS action and returns: the
 //! faulting access runs again and the process dies of SIGSEGV with a core
 //! dump showing the overflowing frame. A fault anywhere else goes to the
 //! handler that was installed before ours (Rust's std has one for thread
@@ -42,7 +43,13 @@
 //! one ([`ensure_alt_stack`]), a handler for an overflow would run on the
 //! exhausted stack itself and the kernel would kill the process without a
 //! report.
+//!
+//! An overflow of a canary stack (no guard page) is found by the core when
+//! the process switches out, not by a fault; [`crate::Platform::report_overflow`] prints the
+//! same line for it, naming the evidence instead of a fault address, and
+//! aborts.
 
+use core::fmt::Write;
 use core::marker::PhantomData;
 use core::ptr;
 
@@ -50,6 +57,7 @@ use alloc::vec::Vec;
 
 use super::sys::{cached_page_size, errno, page_size, write_all, MessageBuffer, OsError};
 use crate::sync::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering, SpinLock};
+use crate::{OverflowEvidence, OverflowReport};
 
 /// Entries per registry segment.
 pub const SEGMENT_ENTRIES: usize = 4096;
@@ -187,25 +195,36 @@ pub(crate) fn lookup(address: usize) -> Option<GuardHit> {
     None
 }
 
-/// Formats the report line for a fault at `fault_address` in `hit`.
+/// Formats the report line (newline included) for a fault at
+/// `fault_address` in `hit`. Async-signal-safe.
 pub(crate) fn format_report(hit: GuardHit, fault_address: usize, page: usize) -> MessageBuffer {
+    format_line(OverflowReport {
+        tag: hit.tag,
+        stack_bottom: hit.guard_start.wrapping_add(page),
+        stack_size: hit.stack_size,
+        evidence: OverflowEvidence::Fault(fault_address),
+    })
+}
+
+/// `report` and a newline, in a buffer. Async-signal-safe: the formatting
+/// neither allocates nor locks, and text that does not fit is cut off.
+fn format_line(report: OverflowReport) -> MessageBuffer {
     let mut message = MessageBuffer::new();
-    message.push_bytes(b"smarm: stack overflow in process ");
-    if hit.tag == 0 {
-        message.push_bytes(b"unknown");
-    } else {
-        message.push_decimal(hit.tag & 0xffff_ffff);
-        message.push_bytes(b".");
-        message.push_decimal(hit.tag >> 32);
-    }
-    message.push_bytes(b" (stack bottom ");
-    message.push_hex(hit.guard_start.wrapping_add(page));
-    message.push_bytes(b", size ");
-    message.push_decimal(hit.stack_size as u64);
-    message.push_bytes(" bytes) \u{2014} fault at ".as_bytes());
-    message.push_hex(fault_address);
-    message.push_bytes(b"\n");
+    // The buffer's writer never fails; it cuts off instead.
+    let _ = writeln!(message, "{report}");
     message
+}
+
+/// Prints `report` on stderr as the fault handler would and aborts: the
+/// Linux backend's [`crate::Platform::report_overflow`]. Used for
+/// overflows found at a switch out (canary stacks, the stack-pointer check),
+/// which no fault announced.
+pub(crate) fn report_and_abort(report: OverflowReport) -> ! {
+    let message = format_line(report);
+    write_all(libc::STDERR_FILENO, message.as_bytes());
+    // SAFETY: abort has no preconditions; it ends the process with SIGABRT
+    // (and a core dump where enabled) without running anything of ours.
+    unsafe { libc::abort() }
 }
 
 // ---------------------------------------------------------------------------
@@ -454,6 +473,25 @@ mod tests {
         );
         let untagged = format_report(GuardHit { tag: 0, ..hit }, 0x1ff8, 0x1000);
         assert!(core::str::from_utf8(untagged.as_bytes()).unwrap().contains("in process unknown ("));
+    }
+
+    #[test]
+    fn switch_out_reports_share_the_line() {
+        let report = |evidence| OverflowReport {
+            tag: crate::stack_tag(7, 1),
+            stack_bottom: 0x4000,
+            stack_size: 65_536,
+            evidence,
+        };
+        let canary = format_line(report(OverflowEvidence::CanaryOverwritten));
+        assert_eq!(
+            core::str::from_utf8(canary.as_bytes()).unwrap(),
+            "smarm: stack overflow in process 7.1 (stack bottom 0x4000, size 65536 bytes) \u{2014} canary overwritten (seen at a switch out)\n"
+        );
+        let sp = format_line(report(OverflowEvidence::StackPointer(0x3f00)));
+        assert!(core::str::from_utf8(sp.as_bytes())
+            .unwrap()
+            .ends_with("\u{2014} stack pointer 0x3f00 below the stack (seen at a switch out)\n"));
     }
 
     #[test]

@@ -27,8 +27,9 @@
 //!    ENOMEM, which is what running out of mappings looks like — a stack is
 //!    carved from a chunk mapping holding up to [`CHUNK_STACKS`] stacks of
 //!    one size ([`StackGuard::Canary`]). No guard page: [`STACK_CANARY`] is
-//!    written at the lowest usable word and the core checks it on
-//!    switch-out. An overflow that jumps past the canary can reach the
+//!    written at the lowest usable word and the core checks it whenever the
+//!    process switches out; a broken canary is reported like a guard-page
+//!    fault ([`crate::Platform::report_overflow`]) and aborts. An overflow that jumps past the canary can reach the
 //!    neighbouring stack before it is noticed; that is the price of the
 //!    millionth process, and why guard pages come first.
 //! 4. Canary stacks are never unmapped while the platform lives: `free_stack`

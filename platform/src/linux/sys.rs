@@ -117,8 +117,8 @@ pub(crate) fn read_decimal_file(path: &[u8]) -> Option<u64> {
     (digits > 0).then_some(value)
 }
 
-/// A fixed buffer that formats text without allocating, for the signal
-/// handler. Text that does not fit is cut off.
+/// A fixed buffer that formats text (through [`fmt::Write`]) without
+/// allocating, for the signal handler. Text that does not fit is cut off.
 pub(crate) struct MessageBuffer {
     bytes: [u8; 256],
     len: usize,
@@ -141,37 +141,16 @@ impl MessageBuffer {
         }
     }
 
-    pub(crate) fn push_decimal(&mut self, mut value: u64) {
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            if let Some(slot) = digits.get_mut(start) {
-                *slot = b'0' + (value % 10) as u8;
-            }
-            value /= 10;
-            if value == 0 || start == 0 {
-                break;
-            }
-        }
-        self.push_bytes(digits.get(start..).unwrap_or(&[]));
-    }
-
-    pub(crate) fn push_hex(&mut self, value: usize) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        self.push_bytes(b"0x");
-        let mut started = false;
-        for shift in (0..usize::BITS / 4).rev() {
-            let nibble = (value >> (shift * 4)) & 0xf;
-            if nibble != 0 || started || shift == 0 {
-                started = true;
-                self.push_bytes(&[HEX[nibble]]);
-            }
-        }
-    }
-
     pub(crate) fn as_bytes(&self) -> &[u8] {
         self.bytes.get(..self.len).unwrap_or(&[])
+    }
+}
+
+impl fmt::Write for MessageBuffer {
+    /// Never fails: text beyond the buffer is cut off.
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        self.push_bytes(text.as_bytes());
+        Ok(())
     }
 }
 
@@ -181,14 +160,9 @@ mod tests {
 
     #[test]
     fn formats_numbers() {
+        use core::fmt::Write;
         let mut buffer = MessageBuffer::new();
-        buffer.push_decimal(0);
-        buffer.push_bytes(b" ");
-        buffer.push_decimal(u64::MAX);
-        buffer.push_bytes(b" ");
-        buffer.push_hex(0);
-        buffer.push_bytes(b" ");
-        buffer.push_hex(0xdead_beef);
+        write!(buffer, "{} {} {:#x} {:#x}", 0, u64::MAX, 0, 0xdead_beef_usize).unwrap();
         assert_eq!(buffer.as_bytes(), b"0 18446744073709551615 0x0 0xdeadbeef");
     }
 

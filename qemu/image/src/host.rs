@@ -43,7 +43,9 @@ use smarm_arch::aarch64_bare;
 use smarm_core::{
     Config, Drivers, ExitReason, HostHooks, Runtime, RuntimeParts, SingleThreadRuntime, Worker,
 };
-use smarm_platform::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd, Stack, StackError};
+use smarm_platform::{
+    Event, Interest, Nanos, OverflowEvidence, ParkToken, Platform, PollError, RawFd, Stack, StackError,
+};
 
 use crate::board::{this_core, CORES};
 use crate::{board, PLATFORM};
@@ -112,6 +114,10 @@ impl Platform for HostPlatform {
 
     fn set_stack_tag(&self, stack: &Stack, tag: u64) {
         PLATFORM.set_stack_tag(stack, tag);
+    }
+
+    fn report_overflow(&self, stack: &Stack, tag: u64, evidence: OverflowEvidence) -> ! {
+        PLATFORM.report_overflow(stack, tag, evidence)
     }
 
     fn park(&self, token: &ParkToken, deadline: Option<Nanos>) {

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use smarm::Config;
 
+pub mod fork;
+
 /// How a test is driven: every worker from this thread, deterministically
 /// (`run_with`), or one OS thread per worker (the multi-threaded Engine).
 #[derive(Debug, Clone, Copy)]
