@@ -4,14 +4,15 @@
 #      toolchain with miri and rust-src, Debian packages); then format and the
 #      core's layer rule (scripts/check-layers.sh);
 #   2. host tests (unit, integration, doc) for the whole workspace;
-#   3. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
-#   4. miri over the core's code that neither switches stacks nor calls the
+#   3. the soak suite in release (tests/tests/soak.rs);
+#   4. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
+#   5. miri over the core's code that neither switches stacks nor calls the
 #      platform (state word, rings, timers, slab bookkeeping);
-#   5. the integration tests under AddressSanitizer (nightly, build-std);
-#   6. the aarch64 suite under qemu-aarch64 (user mode);
-#   7. the loom models (LOOM_MAX_PREEMPTIONS=2);
-#   8. the bare-metal image booted under qemu-system-aarch64;
-#   9. the benchmarks in quick mode (they compile and run once; speed is not asserted).
+#   6. the integration tests under AddressSanitizer (nightly, build-std);
+#   7. the aarch64 suite under qemu-aarch64 (user mode);
+#   8. the loom models (LOOM_MAX_PREEMPTIONS=2);
+#   9. the bare-metal image booted under qemu-system-aarch64;
+#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted).
 # Usage: scripts/test-all.sh            (everything)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -60,6 +61,9 @@ cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
 
 step "docs (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --exclude smarm-benches --features smarm-platform/linux
+
+step "soak (release): a million spawns, ten million messages, mass stops, mass panics"
+cargo test --release -p smarm-tests --test soak
 
 step "no_std builds"
 for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu aarch64-unknown-none; do
