@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test smarm has, on a fresh machine as on a developer's:
-#   1. installs what is missing (rustup targets and components, Debian packages);
-#      then format and the core's layer rule (scripts/check-layers.sh);
+#   1. installs what is missing (rustup targets and components, a nightly
+#      toolchain with miri and rust-src, Debian packages); then format and the
+#      core's layer rule (scripts/check-layers.sh);
 #   2. host tests (unit, integration, doc) for the whole workspace;
-#   3. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
-#   4. the aarch64 suite under qemu-aarch64 (user mode);
-#   5. the loom models (LOOM_MAX_PREEMPTIONS=2);
-#   6. the bare-metal image booted under qemu-system-aarch64;
-#   7. the benchmarks in quick mode (they compile and run once; speed is not asserted).
+#   3. the soak suite in release (tests/tests/soak.rs);
+#   4. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
+#   5. miri over the core's code that neither switches stacks nor calls the
+#      platform (state word, rings, timers, slab bookkeeping);
+#   6. the integration tests under AddressSanitizer (nightly, build-std);
+#   7. the aarch64 suite under qemu-aarch64 (user mode);
+#   8. the loom models (LOOM_MAX_PREEMPTIONS=2);
+#   9. the bare-metal image booted under qemu-system-aarch64;
+#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted).
 # Usage: scripts/test-all.sh            (everything)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +28,14 @@ done
 [ ${#need_targets[@]} -eq 0 ] || rustup target add "${need_targets[@]}"
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
+# Nightly, for miri and AddressSanitizer (-Zsanitizer, -Zbuild-std): on a
+# fresh machine, the newest nightly that ships both components.
+if ! rustup toolchain list | grep -q '^nightly'; then
+  rustup toolchain install nightly --profile minimal --component miri,rust-src --allow-downgrade
+fi
+for c in miri rust-src; do
+  rustup +nightly component list --installed | grep -q "^$c" || rustup +nightly component add "$c"
+done
 need_pkgs=()
 for p in qemu-user-static qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
@@ -49,6 +62,9 @@ cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
 step "docs (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --exclude smarm-benches --features smarm-platform/linux
 
+step "soak (release): a million spawns, ten million messages, mass stops, mass panics"
+cargo test --release -p smarm-tests --test soak
+
 step "no_std builds"
 for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu aarch64-unknown-none; do
   cargo build -p smarm-arch -p smarm-platform -p smarm-core --target "$t"
@@ -59,6 +75,30 @@ cargo build -p smarm-core --target aarch64-unknown-none --no-default-features --
 step "wake-ring variants (host)"
 cargo test -p smarm-core --no-default-features --features rq-striped
 cargo test -p smarm-core --no-default-features --features rq-mutex
+
+step "miri (strict provenance): state word, rings, timers, slab bookkeeping"
+# Only modules whose tests neither switch stacks (inline assembly) nor call
+# the platform (mmap, clocks): miri can run neither.
+MIRIFLAGS="-Zmiri-strict-provenance" \
+  cargo +nightly miri test -p smarm-core --lib -- kernel::state:: kernel::ring:: kernel::timer:: kernel::slab::
+
+step "AddressSanitizer: the integration tests (nightly, build-std, fiber annotations)"
+# `--cfg smarm_asan` compiles the core's fiber annotations
+# (core/src/kernel/asan.rs); without them ASan misreads process stacks.
+# detect_stack_use_after_return: frames also live on ASan's fake stacks,
+# which the annotations must switch with each process; exercise that too.
+# LeakSanitizer stays on: the suite leaves nothing behind.
+asan_log="$root/target/asan/test.log"
+mkdir -p "$root/target/asan"
+RUSTFLAGS="-Zsanitizer=address --cfg smarm_asan" \
+  ASAN_OPTIONS="detect_stack_use_after_return=1" CARGO_TARGET_DIR="$root/target/asan" \
+  cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --release -p smarm-tests 2>&1 |
+  tee "$asan_log"
+# ASan reports a process stack it cannot place only as a warning.
+if grep -q "ASan is ignoring requested __asan_handle_no_return" "$asan_log"; then
+  echo "ASan does not know a process stack: are the fiber annotations compiled in?" >&2
+  exit 1
+fi
 
 step "aarch64 suite under qemu-aarch64"
 qemu/test-aarch64.sh

@@ -7,6 +7,7 @@
 //! the wait protocol ([`process::begin_wait`], [`process::park`]), death
 //! hooks, and per-runtime extension slots.
 
+pub(crate) mod asan;
 pub(crate) mod atomic;
 pub mod config;
 pub(crate) mod current;

@@ -19,6 +19,7 @@ use core::time::Duration;
 
 use smarm_arch::{Arch, Native};
 
+use crate::kernel::asan;
 use crate::kernel::atomic::Ordering;
 use crate::kernel::current;
 use crate::kernel::error::{NotInProcess, SpawnError};
@@ -104,6 +105,7 @@ impl Running {
         let core = self.core();
         debug_assert!(core.preempt.enabled(), "switch with preemption disabled (a lock held?)");
         core.reason.set(reason);
+        let fake_stack = asan::process_to_driver(core, reason == SwitchReason::Exit);
         let load = core.context.get().cast_const();
         // SAFETY: 1. the worker's context (`load`) was saved by the
         //    `resume` in `run` that is running this process, so the
@@ -114,6 +116,7 @@ impl Running {
         // 3. the state word is out of `Running` (the contract), so no wake
         //    can resume us before we have left.
         unsafe { Native::suspend(ptr::addr_of_mut!((*body).context), load) };
+        asan::process_landed(fake_stack);
     }
 
     /// Ends the process with `reason` (refined by the reason a pending
@@ -160,6 +163,7 @@ impl Running {
 /// Called only by the first switch into a process context made by
 /// `spawn_on`, on its worker's driver, with `index` its slot.
 pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
+    asan::process_landed(asan::FakeStack::fresh());
     let reason = match Running::get() {
         Some(running) => {
             debug_assert_eq!(running.index as usize, index);

@@ -289,6 +289,8 @@ impl Shared {
                 return Err(SpawnError::Stack(e));
             }
         };
+        // A recycled stack may carry an earlier process's ASan poison.
+        crate::kernel::asan::forget_stack(&stack);
         let slot = &self.slots[index as usize];
         let generation = slot.generation();
         // SAFETY: 1. `stack.top()` is 16-aligned and the range below it is

@@ -153,3 +153,132 @@ impl Slot {
         self.state.snapshot().generation()
     }
 }
+
+/// The slot's own bookkeeping, without a runtime: what a fresh slot holds,
+/// that `reset` drops everything a finished process left behind exactly
+/// once, and that a recycled slot's generation moves on.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::kernel::state::State;
+    use alloc::sync::Arc;
+    use alloc::vec;
+
+    /// Counts its drops in the shared counter.
+    struct Guard(Arc<AtomicUsize>);
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Everything a finished process can leave in its slot, each owning a
+    /// guard of `drops`: seven guards in all (the entry, two locals, the
+    /// stashed and the exit value, two death hooks).
+    fn fill(slot: &Slot, drops: &Arc<AtomicUsize>) {
+        let guard = || Guard(drops.clone());
+        // SAFETY: the test owns the slot; no process runs on it.
+        let body = unsafe { &mut *slot.body.get() };
+        let entry_guard = guard();
+        body.entry = Some(Box::new(move || drop(entry_guard)));
+        body.locals.push((1, Box::new(guard())));
+        body.locals.push((2, Box::new(guard())));
+        body.value = Some(Box::new(guard()));
+        body.low_water = 4096;
+        let mut cold = slot.cold.lock();
+        cold.exit = Some(ExitReason::Normal);
+        cold.value = Some(Box::new(guard()));
+        cold.joiners = vec![(Pid::from_parts(3, 1), 5)];
+        cold.handle = true;
+        cold.finalized = true;
+        cold.notified = true;
+        for id in [9, 10] {
+            let hook_guard = guard();
+            cold.death_hooks.push((DeathHookId(id), Box::new(move |_, _, _| drop(hook_guard))));
+        }
+        cold.stop_reason = Some(ExitReason::Stopped);
+        drop(cold);
+        slot.stop.store(STOP_RAISED, Ordering::Relaxed);
+        slot.worker.store(3, Ordering::Relaxed);
+    }
+
+    /// Whether the slot holds nothing but a vacant slot's contents.
+    fn assert_vacant_contents(slot: &Slot) {
+        // SAFETY: the test owns the slot; no process runs on it.
+        let body = unsafe { &*slot.body.get() };
+        assert!(body.stack.is_none() && body.entry.is_none() && body.value.is_none());
+        assert!(body.locals.is_empty());
+        assert_eq!(body.low_water, usize::MAX);
+        let cold = slot.cold.lock();
+        assert!(cold.exit.is_none() && cold.value.is_none() && cold.stop_reason.is_none());
+        assert!(cold.joiners.is_empty() && cold.death_hooks.is_empty());
+        assert!(!cold.handle && !cold.finalized && !cold.notified);
+        drop(cold);
+        assert_eq!(slot.stop.load(Ordering::Relaxed), STOP_NONE);
+        assert_eq!(slot.worker.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_new_slot_is_vacant_at_generation_one() {
+        let slot = Slot::new();
+        assert_eq!(slot.generation(), 1);
+        assert_eq!(slot.state.snapshot().state(), State::Vacant);
+        assert_vacant_contents(&slot);
+    }
+
+    #[test]
+    fn reset_drops_what_a_process_left_exactly_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let slot = Slot::new();
+        fill(&slot, &drops);
+        assert_eq!(drops.load(Ordering::Relaxed), 0);
+        let mut cold = slot.cold.lock();
+        // SAFETY: the test owns the slot; no process runs on it.
+        unsafe { slot.reset(&mut cold) };
+        drop(cold);
+        assert_eq!(drops.load(Ordering::Relaxed), 7, "every guard dropped by reset");
+        assert_vacant_contents(&slot);
+        drop(slot);
+        assert_eq!(drops.load(Ordering::Relaxed), 7, "nothing dropped twice");
+    }
+
+    #[test]
+    fn a_dropped_slot_drops_what_it_holds_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let slot = Slot::new();
+        fill(&slot, &drops);
+        drop(slot);
+        assert_eq!(drops.load(Ordering::Relaxed), 7);
+    }
+
+    /// A slot's whole cycle, as spawn, run, exit, finalize and reclaim
+    /// drive it, many times over: the generation moves on by one per use,
+    /// and a pid of an earlier use is refused by every transition.
+    #[test]
+    fn recycling_moves_the_generation_on() {
+        let rounds: u32 = if cfg!(miri) { 20 } else { 1_000 };
+        let drops = Arc::new(AtomicUsize::new(0));
+        let slot = Slot::new();
+        for round in 0..rounds {
+            let generation = slot.generation();
+            assert_eq!(generation, 1 + round);
+            assert!(slot.state.claim(generation).is_ok());
+            fill(&slot, &drops);
+            assert!(slot.state.begin_run(generation).is_ok());
+            slot.state.finish(generation);
+            let mut cold = slot.cold.lock();
+            // SAFETY: the "process" is Done; the test owns the slot.
+            unsafe { slot.reset(&mut cold) };
+            assert!(slot.state.reclaim(generation).is_ok());
+            drop(cold);
+            assert_vacant_contents(&slot);
+            let stale = generation;
+            assert!(slot.state.claim(stale).is_err(), "a stale pid cannot claim");
+            assert!(slot.state.reclaim(stale).is_err(), "a stale pid cannot reclaim");
+            assert!(!slot.state.snapshot().is_alive(stale));
+        }
+        assert_eq!(slot.generation(), 1 + rounds);
+        assert_eq!(drops.load(Ordering::Relaxed), 7 * rounds as usize);
+    }
+}

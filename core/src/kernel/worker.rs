@@ -17,6 +17,7 @@ use core::ptr::{self, NonNull};
 use smarm_arch::{Arch, Context, Native};
 use smarm_platform::{Nanos, OverflowEvidence, Stack};
 
+use crate::kernel::asan;
 use crate::kernel::atomic::{AtomicU64, Ordering};
 use crate::kernel::current;
 use crate::kernel::exit::ExitReason;
@@ -101,6 +102,10 @@ pub(crate) struct WorkerCore {
     pub(crate) timers: RefCell<Timers>,
     /// The driver's context while a process runs.
     pub(crate) context: UnsafeCell<Context>,
+    /// The driver's stack, for AddressSanitizer's switch annotations
+    /// (empty unless built with `--cfg smarm_asan`).
+    #[cfg_attr(not(smarm_asan), allow(dead_code))]
+    pub(crate) driver_stack: Cell<asan::StackRange>,
     /// Slot index and generation of the running process.
     pub(crate) running: Cell<Option<(u32, u32)>>,
     pub(crate) reason: Cell<SwitchReason>,
@@ -177,6 +182,7 @@ impl Worker {
             ready: RefCell::new(VecDeque::new()),
             timers: RefCell::new(Timers::default()),
             context: UnsafeCell::new(Context::empty()),
+            driver_stack: Cell::new(asan::StackRange::default()),
             running: Cell::new(None),
             reason: Cell::new(SwitchReason::Yield),
             preempt: PreemptState::default(),
@@ -334,9 +340,12 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     //    reached only by the switch code);
     // 3. the slot's body belongs to this worker while the process is live,
     //    and the process is not running now (we are): the reference the
-    //    stack check takes is the only one.
+    //    stack check takes is the only one, and the ASan annotation may
+    //    read the stack's bounds.
     unsafe {
+        let fake_stack = asan::driver_to_process(body);
         Native::resume(save, ptr::addr_of!((*body).context));
+        asan::driver_landed(fake_stack);
         // Track the deepest stack pointer seen at a switch out: finalize
         // uses it to decide whether the stack needs trimming.
         (*body).low_water = (*body).low_water.min((*body).context.sp);
