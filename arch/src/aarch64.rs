@@ -8,9 +8,9 @@
 //! - callee-saved state per AAPCS64 §6.1: x19–x28, the frame pointer x29,
 //!   the link register x30 (it holds the resume address, since `bl` does not
 //!   push one), sp, and the low 64 bits of v8–v15 (d8–d15). The upper halves
-//!   of v8–v15 and every other vector register are caller-saved. FPCR/FPSR
-//!   are not saved (the ABI treats them as thread-global state, and the brief
-//!   for this crate lists exactly the registers above);
+//!   of v8–v15 and every other vector register are caller-saved. FPCR and
+//!   FPSR are not part of a context, by the same policy as MXCSR and the x87
+//!   control word on x86_64 (crate docs, "Floating-point control state");
 //! - `aarch64-unknown-none` emits NEON/FP code too, so d8–d15 are saved on
 //!   bare metal as well;
 //! - sp must be 16-aligned at *every* instruction that uses it as a base, not

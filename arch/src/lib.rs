@@ -15,6 +15,29 @@
 //!   asymmetric pair a scheduler uses, [`Arch::resume`] / [`Arch::suspend`],
 //!   which keeps the CPU's return-address prediction balanced;
 //! - a cycle / timestamp counter and a spin-loop hint.
+//!
+//! # Floating-point control state
+//!
+//! One policy on every architecture: the floating-point *control* state —
+//! MXCSR and the x87 control word on x86_64, FPCR (and the status register
+//! FPSR) on AArch64 — is **not** part of a context. A switch neither saves
+//! nor restores it; every context runs in the default floating-point
+//! environment (round to nearest, exceptions masked, no flush-to-zero).
+//!
+//! Why: Rust code may assume the default environment. Nothing in safe Rust
+//! changes these registers, and the compiler itself assumes they hold the
+//! defaults (it constant-folds floating-point arithmetic as if rounding to
+//! nearest). Saving them would cost every switch for a state that only
+//! `unsafe` code outside the language's model can create — on x86_64 the
+//! `stmxcsr` / `fnstcw` pair alone was about half of a resume/suspend round
+//! trip. corosensei, a widely used stackful-coroutine crate, makes the same
+//! choice.
+//!
+//! Consequence: code that changes the control state through `unsafe`
+//! (inline assembly, an intrinsic) must restore the default before it
+//! reaches a switch point — a yield, a park, an allocation under a
+//! preempting allocator. Otherwise the change leaks to whatever that worker
+//! runs next.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -46,9 +69,10 @@ impl Context {
 /// # Safety
 ///
 /// Implementors promise that [`Arch::switch`], [`Arch::resume`] and
-/// [`Arch::suspend`] each preserve, for their caller, *every*
-/// register the platform ABI calls callee-saved (including the FP/SIMD and
-/// control state the ABI requires), that any of them can load a context any
+/// [`Arch::suspend`] each preserve, for their caller, *every* register the
+/// platform ABI calls callee-saved (general and FP/SIMD registers; the
+/// floating-point control state is left to the crate's policy above), that
+/// any of them can load a context any
 /// of them saved, and that [`Arch::init_context`] lays out a stack on which
 /// the first `switch` or `resume` calls the entry function with the
 /// argument intact and the stack aligned as the ABI demands at a call.

@@ -1,4 +1,4 @@
-//! x86_64 System V backend: a switch that saves six GPRs and two control words.
+//! x86_64 System V backend: a switch that saves two GPRs and lets the compiler keep the rest.
 //!
 //! This file carries the long explanation of how a context switch works in
 //! smarm; the AArch64 backend follows the same plan and refers back here.
@@ -6,15 +6,16 @@
 //! # What is saved, and where
 //!
 //! A suspended context is a stack pointer and nothing else ([`Context`]).
-//! Everything the System V ABI calls callee-saved is pushed onto the
-//! suspended context's *own* stack, as one [`SwitchFrame`], by [`context_switch`]:
+//! The System V ABI's callee-saved GPRs are rbx, rbp and r12–r15. Every
+//! entry into the switch is an `asm!` block that declares r12–r15 clobbered,
+//! so the compiler saves those itself — and only the ones live at that call
+//! site, usually none. What `asm!` cannot declare clobbered (rbx, which LLVM
+//! reserves, and the frame pointer rbp) is pushed onto the suspended
+//! context's *own* stack, as one [`SwitchFrame`]:
 //!
-//! - the six callee-saved GPRs rbx, rbp, r12, r13, r14, r15;
-//! - MXCSR, whose control bits (rounding mode, FTZ, DAZ, exception masks) are
-//!   callee-saved. Its status bits are caller-saved, so saving and restoring
-//!   the whole register with `stmxcsr` / `ldmxcsr` is correct and simpler
-//!   than masking;
-//! - the x87 control word (precision and rounding control), also callee-saved;
+//! - rbx and rbp;
+//! - an r12 slot, read only by a fresh context's first switch (it carries
+//!   the entry argument to the trampoline) and otherwise stale;
 //! - rsp itself, implicitly: it is the value stored in [`Context::sp`];
 //! - rip, implicitly: it is the return address that the `call` into
 //!   [`context_switch`] pushed just above the frame, so `ret` resumes the context.
@@ -22,6 +23,11 @@
 //! Everything else (rax, rcx, rdx, rsi, rdi, r8–r11, all of xmm/ymm/zmm, the
 //! x87 register stack, flags) is caller-saved: the compiler already assumes a
 //! call to [`context_switch`] destroys it, so the switch does not spend a cycle on it.
+//!
+//! MXCSR's control bits and the x87 control word are callee-saved in the
+//! ABI too, and are deliberately **not** part of a context: see the crate
+//! docs' "Floating-point control state". Every context runs in the default
+//! floating-point environment, which nothing in safe Rust can change.
 //!
 //! # The stack, in three states
 //!
@@ -36,32 +42,28 @@
 //!        | trampoline (ret addr)|      | ... caller frames ...|             | ... caller frames ...|
 //!        | rbp        = 0       |      +----------------------+             +----------------------+
 //!        | rbx        = entry   |      | return address into  |             | frames of whatever   |
-//!        | r12        = arg     |      |   the caller of      |             |   the context runs   |
-//!        | r13..r15   = 0       |      |   switch             |             |   now; rsp is live   |
-//!        | mxcsr, x87 CW        |      | rbp, rbx, r12..r15   |             |   and ctx.sp is      |
-//!        |   (ABI defaults)     |      | mxcsr, x87 CW        |             |   stale (never read  |
-//!  sp -> +----------------------+ sp ->+----------------------+             |   until the next     |
-//!        |  free                |      |  free                |      rsp -> |   save overwrites it)|
-//!        v                      v      v                      v             v                      v
+//!        | r12        = arg     |      |   the switch's caller|             |   the context runs   |
+//!  sp -> +----------------------+      | rbp, rbx             |             |   now; rsp is live   |
+//!        |  free                |      | r12 slot (stale)     |             |   and ctx.sp is      |
+//!        v                      v sp ->+----------------------+             |   stale (never read  |
+//!                                      |  free                |             |   until the next     |
+//!                                      v                      v      rsp -> |   save overwrites it)|
+//!                                                                           v                      v
 //! ```
 //!
 //! The frame layout, lowest address first, is exactly [`SwitchFrame`]:
 //!
 //! ```text
-//!  sp + 0   mxcsr (u32), x87 control word (u16), padding (u16)
-//!  sp + 8   r15
-//!  sp + 16  r14
-//!  sp + 24  r13
-//!  sp + 32  r12
-//!  sp + 40  rbx
-//!  sp + 48  rbp
-//!  sp + 56  return address  (pushed by `call context_switch`; in a fresh
+//!  sp + 0   r12 (a fresh frame's entry argument; stale otherwise)
+//!  sp + 8   rbx
+//!  sp + 16  rbp
+//!  sp + 24  return address  (pushed by `call context_switch`; in a fresh
 //!                            frame, the trampoline's address)
 //! ```
 //!
 //! `context_switch` is entered by `call`, so rsp ≡ 8 (mod 16) at its first
-//! instruction; subtracting the 56-byte save area leaves the saved sp
-//! 16-aligned. A fresh frame is laid out at `top - 64` so that it looks
+//! instruction; subtracting the 24-byte save area leaves the saved sp
+//! 16-aligned. A fresh frame is laid out at `top - 32` so that it looks
 //! exactly like a suspended one: after the restore and the `ret`, rsp = `top`
 //! (16-aligned) inside the trampoline, and the trampoline's `call entry`
 //! pushes 8 bytes, so `entry` starts with rsp ≡ 8 (mod 16) as the ABI wants.
@@ -116,33 +118,16 @@
 //!  slot            context_switch     context_resume     suspend (inline asm)
 //!  return address  pushed by `call`   pushed by `call`   `lea` of the label
 //!                                                         after the asm
-//!  rbp, rbx        saved              saved              saved (asm! cannot
-//!                                                         name them)
-//!  r12..r15        saved              saved              NOT written: the asm
-//!                                                         declares them
-//!                                                         clobbered, so the
-//!                                                         compiler spills
-//!                                                         only what is live
-//!  mxcsr, x87 CW   saved              saved              saved (asm! cannot
-//!                                                         declare them)
+//!  rbp, rbx        saved              saved              saved
+//!  r12 slot        not written        not written        not written
 //! ```
 //!
-//! Restoring always loads all six GPRs; slots `suspend` left stale land in
-//! registers its asm told the compiler were clobbered anyway.
-//!
-//! # MXCSR and the x87 control word, cheaply
-//!
-//! `ldmxcsr` is slow (~7 ns on the development VM even when it writes the
-//! value already there) and, combined with `resume`'s indirect `jmp`, an
-//! unconditional `ldmxcsr` / `fldcw` per switch measured 180–240 ns per
-//! round trip. `stmxcsr` / `fnstcw` are cheap. So `resume` and `suspend`
-//! always *save* both words, then *compare* the resumed side's saved words
-//! with the ones just saved, and `ldmxcsr` / `fldcw` only if the control
-//! bits differ (a correctly predicted branch around them otherwise). Only
-//! MXCSR's control bits ([`MXCSR_CONTROL_BITS`]) are compared: its status
-//! flags are caller-saved, so the resumed side may see the suspending side's
-//! sticky flags, and a context that merely did inexact arithmetic does not
-//! force the slow path forever. `switch` keeps its unconditional restore.
+//! Restoring always loads r12, rbx and rbp. The r12 slot matters only in a
+//! fresh frame; elsewhere it is stale, and lands in a register that every
+//! entry's `asm!` told the compiler was clobbered. That is also why r13–r15
+//! need no slot at all: each side of every switch is an `asm!` block that
+//! declares r12–r15 clobbered, so whatever the compiler keeps in them
+//! across the switch, it saved in its own frame first.
 //!
 //! # The entry trampoline
 //!
@@ -162,33 +147,13 @@ use crate::{Arch, Context, EntryFn};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct X86_64;
 
-/// Power-on default of MXCSR: all exceptions masked, round to nearest, no
-/// FTZ/DAZ. A fresh context starts with it.
-const MXCSR_DEFAULT: u32 = 0x1F80;
-
-/// Power-on default of the x87 control word (as set by `fninit`): all
-/// exceptions masked, 64-bit precision, round to nearest.
-const X87_CONTROL_WORD_DEFAULT: u16 = 0x037F;
-
-/// MXCSR bits 6–15: DAZ, the six exception masks, rounding control and FTZ.
-/// Bits 0–5 are the sticky status flags (caller-saved); bits 16–31 are
-/// reserved and read as zero.
-const MXCSR_CONTROL_BITS: u32 = 0xFFC0;
-
 /// What [`context_switch`], [`context_resume`] and [`X86_64::suspend`] push
 /// onto a suspending context's stack, lowest address first. `Context::sp`
 /// points at its first byte.
 #[repr(C)]
 struct SwitchFrame {
-    /// Saved with `stmxcsr`; only the control bits matter to the ABI.
-    mxcsr: u32,
-    /// Saved with `fnstcw`.
-    x87_control_word: u16,
-    /// Keeps the GPR slots 8-aligned.
-    _padding: u16,
-    r15: usize,
-    r14: usize,
-    r13: usize,
+    /// A fresh frame's entry argument, for the trampoline; stale in a
+    /// frame a switch saved.
     r12: usize,
     rbx: usize,
     rbp: usize,
@@ -216,15 +181,7 @@ const _: () = {
     // A fresh frame sits at `stack_top - FRAME_SIZE`, which must be a valid
     // (16-aligned) sp, and the `ret` leaves rsp = stack_top.
     assert!(FRAME_SIZE.is_multiple_of(STACK_ALIGNMENT));
-    // The control-word slot must fit the 4-byte `stmxcsr` / 2-byte `fnstcw`
-    // stores without touching the GPR slots.
-    assert!(offset_of!(SwitchFrame, mxcsr) + size_of::<u32>() <= offset_of!(SwitchFrame, x87_control_word));
-    assert!(offset_of!(SwitchFrame, x87_control_word) + size_of::<u16>() <= offset_of!(SwitchFrame, r15));
     assert!(size_of::<usize>() == 8);
-    // `test eax, imm32` takes the mask as is; it must leave out the status
-    // flags (bits 0–5) and cover every control bit the default sets.
-    assert!(MXCSR_CONTROL_BITS & 0x3F == 0);
-    assert!(MXCSR_DEFAULT & !0x3F & !MXCSR_CONTROL_BITS == 0);
 };
 
 /// The switch proper.
@@ -255,32 +212,16 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
         "sub rsp, {save_area}",
         "mov [rsp + {rbp}], rbp",
         "mov [rsp + {rbx}], rbx",
-        "mov [rsp + {r12}], r12",
-        "mov [rsp + {r13}], r13",
-        "mov [rsp + {r14}], r14",
-        "mov [rsp + {r15}], r15",
-        "stmxcsr [rsp + {mxcsr}]",
-        "fnstcw [rsp + {x87_cw}]",
         // Swap stacks.
         "mov [rdi + {context_sp}], rsp",
         "mov rsp, [rsi + {context_sp}]",
         // Restore the resuming side from its stack.
-        "ldmxcsr [rsp + {mxcsr}]",
-        "fldcw [rsp + {x87_cw}]",
-        "mov r15, [rsp + {r15}]",
-        "mov r14, [rsp + {r14}]",
-        "mov r13, [rsp + {r13}]",
         "mov r12, [rsp + {r12}]",
         "mov rbx, [rsp + {rbx}]",
         "mov rbp, [rsp + {rbp}]",
         "add rsp, {save_area}",
         "ret",
         save_area = const SAVE_AREA_SIZE,
-        mxcsr = const offset_of!(SwitchFrame, mxcsr),
-        x87_cw = const offset_of!(SwitchFrame, x87_control_word),
-        r15 = const offset_of!(SwitchFrame, r15),
-        r14 = const offset_of!(SwitchFrame, r14),
-        r13 = const offset_of!(SwitchFrame, r13),
         r12 = const offset_of!(SwitchFrame, r12),
         rbx = const offset_of!(SwitchFrame, rbx),
         rbp = const offset_of!(SwitchFrame, rbp),
@@ -299,8 +240,8 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
 /// target's frame and *jumps* (not returns) to its return address, leaving
 /// rsp where that frame's return address was popped. `A` is returned to
 /// later by the `ret` of the `suspend` (or `switch`) that loads
-/// `*scheduler`, which is the return the RSB expects. Clobbers rax, rcx,
-/// rdx, flags (caller-saved).
+/// `*scheduler`, which is the return the RSB expects. Clobbers rcx and
+/// flags (caller-saved).
 ///
 /// # Safety
 ///
@@ -311,35 +252,16 @@ unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Cont
     // OUTPUTS: none; every callee-saved register and rsp now belong to the
     //          target, and control is at the target's resume address.
     // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
-    //          only caller-saved state: rax, rcx, rdx, flags.
+    //          only caller-saved state: rcx, flags.
     core::arch::naked_asm!(
         // Save the scheduler onto its own stack; `call` already pushed the
         // return address slot.
         "sub rsp, {save_area}",
         "mov [rsp + {rbp}], rbp",
         "mov [rsp + {rbx}], rbx",
-        "mov [rsp + {r12}], r12",
-        "mov [rsp + {r13}], r13",
-        "mov [rsp + {r14}], r14",
-        "mov [rsp + {r15}], r15",
-        "stmxcsr [rsp + {mxcsr}]",
-        "fnstcw [rsp + {x87_cw}]",
-        // Swap stacks; rdx keeps the scheduler's frame for the comparison.
+        // Swap stacks.
         "mov [rdi + {context_sp}], rsp",
-        "mov rdx, rsp",
         "mov rsp, [rsi + {context_sp}]",
-        // Restore the control words only if the target's differ.
-        "mov eax, [rdx + {mxcsr}]",
-        "xor eax, [rsp + {mxcsr}]",
-        "test eax, {mxcsr_control_bits}",
-        "jnz 3f",
-        "movzx eax, word ptr [rdx + {x87_cw}]",
-        "cmp ax, word ptr [rsp + {x87_cw}]",
-        "jne 3f",
-        "2:",
-        "mov r15, [rsp + {r15}]",
-        "mov r14, [rsp + {r14}]",
-        "mov r13, [rsp + {r13}]",
         "mov r12, [rsp + {r12}]",
         "mov rbx, [rsp + {rbx}]",
         "mov rbp, [rsp + {rbp}]",
@@ -348,19 +270,8 @@ unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Cont
         "mov rcx, [rsp + {return_address}]",
         "add rsp, {frame_size}",
         "jmp rcx",
-        // Out of line: the control words differ.
-        "3:",
-        "ldmxcsr [rsp + {mxcsr}]",
-        "fldcw [rsp + {x87_cw}]",
-        "jmp 2b",
         save_area = const SAVE_AREA_SIZE,
         frame_size = const FRAME_SIZE,
-        mxcsr = const offset_of!(SwitchFrame, mxcsr),
-        x87_cw = const offset_of!(SwitchFrame, x87_control_word),
-        mxcsr_control_bits = const MXCSR_CONTROL_BITS,
-        r15 = const offset_of!(SwitchFrame, r15),
-        r14 = const offset_of!(SwitchFrame, r14),
-        r13 = const offset_of!(SwitchFrame, r13),
         r12 = const offset_of!(SwitchFrame, r12),
         rbx = const offset_of!(SwitchFrame, rbx),
         rbp = const offset_of!(SwitchFrame, rbp),
@@ -425,13 +336,13 @@ fn tsc_frequency_from_cpuid() -> Option<u64> {
     Some(u64::from(crystal_hz) * u64::from(numerator) / u64::from(denominator))
 }
 
-// SAFETY: `switch` and `resume` save and restore rbx, rbp, r12–r15, rsp
-// (via `Context::sp`), rip (via the return address), MXCSR and the x87
-// control word — every piece of callee-saved state in the System V ABI;
-// `resume` restores the control words only when they differ, which leaves
-// the same control bits. `suspend` saves rbx, rbp, rsp, rip and the control
-// words itself and declares r12–r15 clobbered, so the compiler preserves
-// those. All three use one frame layout.
+// SAFETY: each of `switch`, `resume` and `suspend` saves and restores rbx,
+// rbp, rsp (via `Context::sp`) and rip (via the return address) itself and
+// declares r12–r15 clobbered in its `asm!`, so the compiler preserves those
+// around it: every callee-saved general register of the System V ABI is
+// kept for the caller. MXCSR and the x87 control word are left alone by
+// design (crate docs, "Floating-point control state"). All three use one
+// frame layout.
 // `init_context` builds a frame that `switch` restores like any other and
 // whose trampoline calls `entry(arg)` with rsp ≡ 8 (mod 16); the const
 // assertions above pin the layout the assembly relies on.
@@ -443,12 +354,6 @@ unsafe impl Arch for X86_64 {
     unsafe fn init_context(stack_top: *mut u8, entry: EntryFn, arg: usize) -> Context {
         debug_assert!((stack_top as usize).is_multiple_of(STACK_ALIGNMENT), "stack_top must be 16-aligned");
         let frame = SwitchFrame {
-            mxcsr: MXCSR_DEFAULT,
-            x87_control_word: X87_CONTROL_WORD_DEFAULT,
-            _padding: 0,
-            r15: 0,
-            r14: 0,
-            r13: 0,
             r12: arg,
             rbx: entry as usize,
             rbp: 0,
@@ -466,17 +371,54 @@ unsafe impl Arch for X86_64 {
     #[inline(always)]
     unsafe fn switch(save_into: *mut Context, load_from: *const Context) {
         debug_assert!(!core::ptr::eq(save_into, load_from), "switch: save_into and load_from alias");
+        // INPUTS:  rdi = save_into, rsi = load_from.
+        // OUTPUTS: none. When control comes back here (someone switched to
+        //          `*save_into`), rbx, rbp and rsp are as they were; r12–r15
+        //          and clobber_abi("C") are declared clobbered, so the
+        //          compiler keeps what it needs of them in its own frame.
+        // OPTIONS: none: the `call` uses the stack, which asm! aligns for a
+        //          call; memory is read and written on both sides.
         // SAFETY: forwarded from this function's own contract, which is the
-        // contract of `switch`.
-        unsafe { context_switch(save_into, load_from) }
+        // contract of `switch`; `context_switch` restores rbx and rbp, the
+        // only callee-saved registers not declared here.
+        unsafe {
+            core::arch::asm!(
+                "call {switch}",
+                switch = sym context_switch,
+                in("rdi") save_into,
+                in("rsi") load_from,
+                out("r12") _,
+                out("r13") _,
+                out("r14") _,
+                out("r15") _,
+                clobber_abi("C"),
+            );
+        }
     }
 
     #[inline(always)]
     unsafe fn resume(scheduler: *mut Context, target: *const Context) {
         debug_assert!(!core::ptr::eq(scheduler, target), "resume: scheduler and target alias");
+        // INPUTS:  rdi = scheduler, rsi = target.
+        // OUTPUTS: none. When control comes back here (the target
+        //          suspended), rbx, rbp and rsp are as they were; r12–r15
+        //          and clobber_abi("C") are declared clobbered.
+        // OPTIONS: none, as in `switch`.
         // SAFETY: forwarded from this function's own contract, which is the
-        // contract of `context_resume`.
-        unsafe { context_resume(scheduler, target) }
+        // contract of `context_resume`; it restores rbx and rbp.
+        unsafe {
+            core::arch::asm!(
+                "call {resume}",
+                resume = sym context_resume,
+                in("rdi") scheduler,
+                in("rsi") target,
+                out("r12") _,
+                out("r13") _,
+                out("r14") _,
+                out("r15") _,
+                clobber_abi("C"),
+            );
+        }
     }
 
     #[inline(always)]
@@ -484,8 +426,8 @@ unsafe impl Arch for X86_64 {
         debug_assert!(!core::ptr::eq(current, scheduler), "suspend: current and scheduler alias");
         // INPUTS:  rdi = current (saved into), rsi = scheduler (loaded).
         // OUTPUTS: none. When the asm falls through (someone resumed
-        //          `*current`), rbx, rbp, rsp, MXCSR and the x87 control word
-        //          are as they were; r12–r15 and everything clobber_abi("C")
+        //          `*current`), rbx, rbp and rsp are as they were; r12–r15
+        //          and everything clobber_abi("C")
         //          names (rax, rcx, rdx, rsi, rdi, r8–r11, all vector and x87
         //          data registers, flags) are declared clobbered, so the
         //          compiler keeps what it needs of them itself.
@@ -508,24 +450,9 @@ unsafe impl Arch for X86_64 {
                 "mov [rsp + {return_address}], rax",
                 "mov [rsp + {rbp}], rbp",
                 "mov [rsp + {rbx}], rbx",
-                "stmxcsr [rsp + {mxcsr}]",
-                "fnstcw [rsp + {x87_cw}]",
-                // Swap stacks; rdx keeps this frame for the comparison.
+                // Swap stacks.
                 "mov [rdi + {context_sp}], rsp",
-                "mov rdx, rsp",
                 "mov rsp, [rsi + {context_sp}]",
-                // Restore the control words only if the scheduler's differ.
-                "mov eax, [rdx + {mxcsr}]",
-                "xor eax, [rsp + {mxcsr}]",
-                "test eax, {mxcsr_control_bits}",
-                "jnz 3f",
-                "movzx eax, word ptr [rdx + {x87_cw}]",
-                "cmp ax, word ptr [rsp + {x87_cw}]",
-                "jne 3f",
-                "4:",
-                "mov r15, [rsp + {r15}]",
-                "mov r14, [rsp + {r14}]",
-                "mov r13, [rsp + {r13}]",
                 "mov r12, [rsp + {r12}]",
                 "mov rbx, [rsp + {rbx}]",
                 "mov rbp, [rsp + {rbp}]",
@@ -533,21 +460,10 @@ unsafe impl Arch for X86_64 {
                 // the return the RSB predicts.
                 "add rsp, {save_area}",
                 "ret",
-                // Out of line: the control words differ.
-                "3:",
-                "ldmxcsr [rsp + {mxcsr}]",
-                "fldcw [rsp + {x87_cw}]",
-                "jmp 4b",
                 // Resumed: rsp is back where it was before the asm.
                 "2:",
                 save_area = const SAVE_AREA_SIZE,
                 frame_size = const FRAME_SIZE,
-                mxcsr = const offset_of!(SwitchFrame, mxcsr),
-                x87_cw = const offset_of!(SwitchFrame, x87_control_word),
-                mxcsr_control_bits = const MXCSR_CONTROL_BITS,
-                r15 = const offset_of!(SwitchFrame, r15),
-                r14 = const offset_of!(SwitchFrame, r14),
-                r13 = const offset_of!(SwitchFrame, r13),
                 r12 = const offset_of!(SwitchFrame, r12),
                 rbx = const offset_of!(SwitchFrame, rbx),
                 rbp = const offset_of!(SwitchFrame, rbp),

@@ -134,14 +134,14 @@ mod registers {
     /// compared.
     pub const MXCSR_CONTROL_BITS: u32 = !0x3F;
 
-    /// Round toward zero (RC = 11), flush-to-zero on, all exceptions masked.
-    const MXCSR_TOWARD_ZERO_FTZ: u32 = 0xFF80;
-    /// Round down (RC = 01), all exceptions masked.
-    const MXCSR_ROUND_DOWN: u32 = 0x3F80;
-    /// x87: truncate (RC = 11), single precision (PC = 00), exceptions masked.
-    const X87_TRUNCATE_SINGLE: u16 = 0x0C7F;
-    /// x87: round down (RC = 01), double precision (PC = 10), exceptions masked.
-    const X87_DOWN_DOUBLE: u16 = 0x067F;
+    /// The floating-point control words are not part of a context (the
+    /// crate docs, "Floating-point control state"): every context runs in
+    /// the default environment. Both sides of each test keep the defaults,
+    /// and the comparison checks that a switch leaves them so.
+    const MXCSR_DEFAULT: u32 = 0x1F80;
+    /// x87 default (`fninit`): exceptions masked, 64-bit precision, round
+    /// to nearest.
+    const X87_DEFAULT: u16 = 0x037F;
 
     pub const PATTERN: Registers = Registers {
         rbx: 0x0101_0101_0101_0b0b,
@@ -150,8 +150,8 @@ mod registers {
         r13: 0x1313_1313_1313_1313,
         r14: 0x1414_1414_1414_1414,
         r15: 0x1515_1515_1515_1515,
-        mxcsr: MXCSR_TOWARD_ZERO_FTZ,
-        x87_control_word: X87_TRUNCATE_SINGLE,
+        mxcsr: MXCSR_DEFAULT,
+        x87_control_word: X87_DEFAULT,
         padding: 0,
         sp_before: 0,
         sp_after: 0,
@@ -164,8 +164,8 @@ mod registers {
         r13: 0x6e6e_6e6e_6e6e_6e6e,
         r14: 0x6f6f_6f6f_6f6f_6f6f,
         r15: 0x7070_7070_7070_7070,
-        mxcsr: MXCSR_ROUND_DOWN,
-        x87_control_word: X87_DOWN_DOUBLE,
+        mxcsr: MXCSR_DEFAULT,
+        x87_control_word: X87_DEFAULT,
         padding: 0,
         sp_before: 0,
         sp_after: 0,
