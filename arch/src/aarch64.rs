@@ -8,9 +8,13 @@
 //! - callee-saved state per AAPCS64 §6.1: x19–x28, the frame pointer x29,
 //!   the link register x30 (it holds the resume address, since `bl` does not
 //!   push one), sp, and the low 64 bits of v8–v15 (d8–d15). The upper halves
-//!   of v8–v15 and every other vector register are caller-saved. FPCR/FPSR
-//!   are not saved (the ABI treats them as thread-global state, and the brief
-//!   for this crate lists exactly the registers above);
+//!   of v8–v15 and every other vector register are caller-saved;
+//! - FPCR (rounding mode, flush-to-zero, default NaN, trap enables) is not
+//!   saved, for the reason the x86_64 backend gives for MXCSR ("Floating-point
+//!   control state is not part of a context"): Rust code runs in the default
+//!   environment, and a process that changes FPCR through `unsafe` code must
+//!   restore it before it can be switched away. FPSR holds only cumulative
+//!   status flags and is not saved either;
 //! - `aarch64-unknown-none` emits NEON/FP code too, so d8–d15 are saved on
 //!   bare metal as well;
 //! - sp must be 16-aligned at *every* instruction that uses it as a base, not
@@ -298,8 +302,9 @@ unsafe extern "C" fn trampoline() -> ! {
 }
 
 // SAFETY: `context_switch` and `context_resume` save and restore x19–x29,
-// x30, sp (via `Context::sp`) and d8–d15 — every piece of callee-saved
-// state in AAPCS64. `suspend` saves x19, x29, sp and its resume address
+// x30, sp (via `Context::sp`) and d8–d15 — every callee-saved register in
+// AAPCS64. FPCR is left alone, as the crate-level policy the trait contract
+// refers to says. `suspend` saves x19, x29, sp and its resume address
 // itself and declares x20–x28 and (through clobber_abi("C")) v8–v15
 // clobbered, so the compiler preserves those. All three use one frame
 // layout.

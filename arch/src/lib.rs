@@ -10,11 +10,35 @@
 //!   pointer ([`Context`]): callee-saved registers live on its own stack;
 //! - preparing a fresh stack so that the first switch into it calls an entry
 //!   function with one machine-word argument ([`Arch::init_context`]);
-//! - the switch itself, saving exactly the ABI's callee-saved state, in two
-//!   forms over one frame layout: the symmetric [`Arch::switch`], and the
+//! - the switch itself, saving exactly the ABI's callee-saved registers, in
+//!   two forms over one frame layout: the symmetric [`Arch::switch`], and the
 //!   asymmetric pair a scheduler uses, [`Arch::resume`] / [`Arch::suspend`],
 //!   which keeps the CPU's return-address prediction balanced;
 //! - a cycle / timestamp counter and a spin-loop hint.
+//!
+//! # Floating-point control state is not part of a context
+//!
+//! One policy for every backend: a switch saves and restores the
+//! callee-saved general-purpose registers and, on AArch64, the callee-saved
+//! FP/SIMD registers d8–d15, but *not* the floating-point control state —
+//! MXCSR and the x87 control word on x86_64, FPCR on AArch64 — nor the
+//! status flags (MXCSR's low bits, the x87 status word, FPSR).
+//!
+//! Rust code may assume the default floating-point environment (round to
+//! nearest, exceptions masked, no flush-to-zero): nothing safe changes it,
+//! and the compiler folds and reorders floating-point arithmetic as if it
+//! never changed. Every context therefore runs in the environment its thread
+//! started with, and saving it at a switch would copy the same value from
+//! one side to the other at a price (on x86_64, `ldmxcsr` alone is a large
+//! part of a round trip). corosensei makes the same choice.
+//!
+//! Code that changes the floating-point environment through `unsafe` code or
+//! assembly owns the consequences: the change belongs to the thread (or core)
+//! that runs it, not to the context. It is seen by whichever context runs
+//! there next and does not follow a context resumed elsewhere. Such code
+//! must restore the default before anything that can switch away, exactly
+//! as it must before calling code that assumes the default. The x86_64
+//! backend's module documentation explains the trade-off in detail.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -46,12 +70,14 @@ impl Context {
 /// # Safety
 ///
 /// Implementors promise that [`Arch::switch`], [`Arch::resume`] and
-/// [`Arch::suspend`] each preserve, for their caller, *every*
-/// register the platform ABI calls callee-saved (including the FP/SIMD and
-/// control state the ABI requires), that any of them can load a context any
-/// of them saved, and that [`Arch::init_context`] lays out a stack on which
-/// the first `switch` or `resume` calls the entry function with the
-/// argument intact and the stack aligned as the ABI demands at a call.
+/// [`Arch::suspend`] each preserve, for their caller, *every* register the
+/// platform ABI calls callee-saved (the callee-saved FP/SIMD registers
+/// included), that any of them can load a context any of them saved, and
+/// that [`Arch::init_context`] lays out a stack on which the first `switch`
+/// or `resume` calls the entry function with the argument intact and the
+/// stack aligned as the ABI demands at a call. The floating-point control
+/// state is the one exception, and must be left untouched: see "Floating-point
+/// control state is not part of a context" in the crate documentation.
 pub unsafe trait Arch {
     /// Human-readable name ("x86_64", "aarch64").
     const NAME: &'static str;

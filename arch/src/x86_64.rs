@@ -1,4 +1,4 @@
-//! x86_64 System V backend: a switch that saves six GPRs and two control words.
+//! x86_64 System V backend: a switch that saves six general-purpose registers.
 //!
 //! This file carries the long explanation of how a context switch works in
 //! smarm; the AArch64 backend follows the same plan and refers back here.
@@ -6,15 +6,10 @@
 //! # What is saved, and where
 //!
 //! A suspended context is a stack pointer and nothing else ([`Context`]).
-//! Everything the System V ABI calls callee-saved is pushed onto the
+//! The callee-saved registers of the System V ABI are pushed onto the
 //! suspended context's *own* stack, as one [`SwitchFrame`], by [`context_switch`]:
 //!
 //! - the six callee-saved GPRs rbx, rbp, r12, r13, r14, r15;
-//! - MXCSR, whose control bits (rounding mode, FTZ, DAZ, exception masks) are
-//!   callee-saved. Its status bits are caller-saved, so saving and restoring
-//!   the whole register with `stmxcsr` / `ldmxcsr` is correct and simpler
-//!   than masking;
-//! - the x87 control word (precision and rounding control), also callee-saved;
 //! - rsp itself, implicitly: it is the value stored in [`Context::sp`];
 //! - rip, implicitly: it is the return address that the `call` into
 //!   [`context_switch`] pushed just above the frame, so `ret` resumes the context.
@@ -22,6 +17,29 @@
 //! Everything else (rax, rcx, rdx, rsi, rdi, r8–r11, all of xmm/ymm/zmm, the
 //! x87 register stack, flags) is caller-saved: the compiler already assumes a
 //! call to [`context_switch`] destroys it, so the switch does not spend a cycle on it.
+//!
+//! # Floating-point control state is not part of a context
+//!
+//! The ABI also calls the control bits of MXCSR (rounding mode, FTZ, DAZ,
+//! exception masks) and the x87 control word callee-saved. The switch does
+//! not save them — nor does the AArch64 backend save FPCR — because Rust
+//! code may assume the default floating-point environment: nothing safe
+//! changes it, and the compiler folds and reorders floating-point code as if
+//! round-to-nearest with every exception masked were always in force. Every
+//! context therefore runs in the default environment, and preserving it
+//! across a switch would copy the same value from one side to the other, for
+//! about half of a round trip (`ldmxcsr` is slow even when it rewrites the
+//! value already there). corosensei makes the same choice.
+//!
+//! The consequence for a process that changes MXCSR or the x87 control word
+//! through `unsafe` code or assembly: the change belongs to the *thread*,
+//! not to the process. It leaks into whatever context runs next on that
+//! thread, and does not follow the process to another worker. Such a process
+//! must restore the default before anything that can switch away (a yield,
+//! a receive, any blocking call) — the same obligation the Rust ABI already
+//! puts on it at every call into code it did not write. The status flags
+//! (MXCSR bits 0–5, the x87 status word) are caller-saved and carry no
+//! promise either way.
 //!
 //! # The stack, in three states
 //!
@@ -38,17 +56,17 @@
 //!        | rbx        = entry   |      | return address into  |             | frames of whatever   |
 //!        | r12        = arg     |      |   the caller of      |             |   the context runs   |
 //!        | r13..r15   = 0       |      |   switch             |             |   now; rsp is live   |
-//!        | mxcsr, x87 CW        |      | rbp, rbx, r12..r15   |             |   and ctx.sp is      |
-//!        |   (ABI defaults)     |      | mxcsr, x87 CW        |             |   stale (never read  |
-//!  sp -> +----------------------+ sp ->+----------------------+             |   until the next     |
-//!        |  free                |      |  free                |      rsp -> |   save overwrites it)|
-//!        v                      v      v                      v             v                      v
+//!        | (padding)            |      | rbp, rbx, r12..r15   |             |   and ctx.sp is      |
+//!  sp -> +----------------------+      | (padding)            |             |   stale (never read  |
+//!        |  free                | sp ->+----------------------+             |   until the next     |
+//!        v                      v      |  free                |      rsp -> |   save overwrites it)|
+//!                                      v                      v             v                      v
 //! ```
 //!
 //! The frame layout, lowest address first, is exactly [`SwitchFrame`]:
 //!
 //! ```text
-//!  sp + 0   mxcsr (u32), x87 control word (u16), padding (u16)
+//!  sp + 0   padding (never read or written)
 //!  sp + 8   r15
 //!  sp + 16  r14
 //!  sp + 24  r13
@@ -60,11 +78,14 @@
 //! ```
 //!
 //! `context_switch` is entered by `call`, so rsp ≡ 8 (mod 16) at its first
-//! instruction; subtracting the 56-byte save area leaves the saved sp
-//! 16-aligned. A fresh frame is laid out at `top - 64` so that it looks
-//! exactly like a suspended one: after the restore and the `ret`, rsp = `top`
-//! (16-aligned) inside the trampoline, and the trampoline's `call entry`
-//! pushes 8 bytes, so `entry` starts with rsp ≡ 8 (mod 16) as the ABI wants.
+//! instruction; subtracting the 56-byte save area (the padding word
+//! included) leaves the saved sp 16-aligned. A fresh frame is laid out at
+//! `top - 64` so that it looks exactly like a suspended one: after the
+//! restore and the `ret`, rsp = `top` (16-aligned) inside the trampoline,
+//! and the trampoline's `call entry` pushes 8 bytes, so `entry` starts with
+//! rsp ≡ 8 (mod 16) as the ABI wants. The padding costs no instruction; it
+//! keeps every saved sp 16-aligned and the fresh frame a whole number of
+//! [`Arch::STACK_ALIGN`] units.
 //!
 //! # Two ways through the same frame: `switch`, and `resume` / `suspend`
 //!
@@ -123,26 +144,10 @@
 //!                                                         clobbered, so the
 //!                                                         compiler spills
 //!                                                         only what is live
-//!  mxcsr, x87 CW   saved              saved              saved (asm! cannot
-//!                                                         declare them)
 //! ```
 //!
 //! Restoring always loads all six GPRs; slots `suspend` left stale land in
 //! registers its asm told the compiler were clobbered anyway.
-//!
-//! # MXCSR and the x87 control word, cheaply
-//!
-//! `ldmxcsr` is slow (~7 ns on the development VM even when it writes the
-//! value already there) and, combined with `resume`'s indirect `jmp`, an
-//! unconditional `ldmxcsr` / `fldcw` per switch measured 180–240 ns per
-//! round trip. `stmxcsr` / `fnstcw` are cheap. So `resume` and `suspend`
-//! always *save* both words, then *compare* the resumed side's saved words
-//! with the ones just saved, and `ldmxcsr` / `fldcw` only if the control
-//! bits differ (a correctly predicted branch around them otherwise). Only
-//! MXCSR's control bits ([`MXCSR_CONTROL_BITS`]) are compared: its status
-//! flags are caller-saved, so the resumed side may see the suspending side's
-//! sticky flags, and a context that merely did inexact arithmetic does not
-//! force the slow path forever. `switch` keeps its unconditional restore.
 //!
 //! # The entry trampoline
 //!
@@ -162,30 +167,15 @@ use crate::{Arch, Context, EntryFn};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct X86_64;
 
-/// Power-on default of MXCSR: all exceptions masked, round to nearest, no
-/// FTZ/DAZ. A fresh context starts with it.
-const MXCSR_DEFAULT: u32 = 0x1F80;
-
-/// Power-on default of the x87 control word (as set by `fninit`): all
-/// exceptions masked, 64-bit precision, round to nearest.
-const X87_CONTROL_WORD_DEFAULT: u16 = 0x037F;
-
-/// MXCSR bits 6–15: DAZ, the six exception masks, rounding control and FTZ.
-/// Bits 0–5 are the sticky status flags (caller-saved); bits 16–31 are
-/// reserved and read as zero.
-const MXCSR_CONTROL_BITS: u32 = 0xFFC0;
-
 /// What [`context_switch`], [`context_resume`] and [`X86_64::suspend`] push
 /// onto a suspending context's stack, lowest address first. `Context::sp`
-/// points at its first byte.
+/// points at its first byte. No floating-point control state: see "Floating-
+/// point control state is not part of a context" in the module doc.
 #[repr(C)]
 struct SwitchFrame {
-    /// Saved with `stmxcsr`; only the control bits matter to the ABI.
-    mxcsr: u32,
-    /// Saved with `fnstcw`.
-    x87_control_word: u16,
-    /// Keeps the GPR slots 8-aligned.
-    _padding: u16,
+    /// Never read or written: makes the frame a whole number of 16-byte
+    /// units, so every saved sp is 16-aligned like a fresh frame's.
+    _padding: usize,
     r15: usize,
     r14: usize,
     r13: usize,
@@ -206,6 +196,7 @@ const FRAME_SIZE: usize = size_of::<SwitchFrame>();
 const STACK_ALIGNMENT: usize = 16;
 
 const _: () = {
+    assert!(size_of::<usize>() == 8);
     // The return address is the last word, directly above the save area: it
     // is the word `call context_switch` pushed.
     assert!(FRAME_SIZE == SAVE_AREA_SIZE + size_of::<usize>());
@@ -216,15 +207,11 @@ const _: () = {
     // A fresh frame sits at `stack_top - FRAME_SIZE`, which must be a valid
     // (16-aligned) sp, and the `ret` leaves rsp = stack_top.
     assert!(FRAME_SIZE.is_multiple_of(STACK_ALIGNMENT));
-    // The control-word slot must fit the 4-byte `stmxcsr` / 2-byte `fnstcw`
-    // stores without touching the GPR slots.
-    assert!(offset_of!(SwitchFrame, mxcsr) + size_of::<u32>() <= offset_of!(SwitchFrame, x87_control_word));
-    assert!(offset_of!(SwitchFrame, x87_control_word) + size_of::<u16>() <= offset_of!(SwitchFrame, r15));
-    assert!(size_of::<usize>() == 8);
-    // `test eax, imm32` takes the mask as is; it must leave out the status
-    // flags (bits 0–5) and cover every control bit the default sets.
-    assert!(MXCSR_CONTROL_BITS & 0x3F == 0);
-    assert!(MXCSR_DEFAULT & !0x3F & !MXCSR_CONTROL_BITS == 0);
+    // The padding is the lowest word and every register slot an 8-aligned
+    // word above it, so the `mov`s address whole slots.
+    assert!(offset_of!(SwitchFrame, _padding) == 0);
+    assert!(offset_of!(SwitchFrame, r15).is_multiple_of(size_of::<usize>()));
+    assert!(offset_of!(SwitchFrame, rbp) + size_of::<usize>() == SAVE_AREA_SIZE);
 };
 
 /// The switch proper.
@@ -246,10 +233,11 @@ const _: () = {
 #[unsafe(naked)]
 unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const Context) {
     // INPUTS:  rdi = save_into, rsi = load_from, [rsp] = return address.
-    // OUTPUTS: none; every callee-saved register and rsp now belong to the
+    // OUTPUTS: none; every callee-saved GPR and rsp now belong to the
     //          context `load_from` described.
     // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
-    //          only caller-saved state: flags.
+    //          no register the caller may rely on; leaves MXCSR and the x87
+    //          control word alone (module doc).
     core::arch::naked_asm!(
         // Save the suspending side onto its own stack.
         "sub rsp, {save_area}",
@@ -259,14 +247,10 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
         "mov [rsp + {r13}], r13",
         "mov [rsp + {r14}], r14",
         "mov [rsp + {r15}], r15",
-        "stmxcsr [rsp + {mxcsr}]",
-        "fnstcw [rsp + {x87_cw}]",
         // Swap stacks.
         "mov [rdi + {context_sp}], rsp",
         "mov rsp, [rsi + {context_sp}]",
         // Restore the resuming side from its stack.
-        "ldmxcsr [rsp + {mxcsr}]",
-        "fldcw [rsp + {x87_cw}]",
         "mov r15, [rsp + {r15}]",
         "mov r14, [rsp + {r14}]",
         "mov r13, [rsp + {r13}]",
@@ -276,8 +260,6 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
         "add rsp, {save_area}",
         "ret",
         save_area = const SAVE_AREA_SIZE,
-        mxcsr = const offset_of!(SwitchFrame, mxcsr),
-        x87_cw = const offset_of!(SwitchFrame, x87_control_word),
         r15 = const offset_of!(SwitchFrame, r15),
         r14 = const offset_of!(SwitchFrame, r14),
         r13 = const offset_of!(SwitchFrame, r13),
@@ -299,8 +281,8 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
 /// target's frame and *jumps* (not returns) to its return address, leaving
 /// rsp where that frame's return address was popped. `A` is returned to
 /// later by the `ret` of the `suspend` (or `switch`) that loads
-/// `*scheduler`, which is the return the RSB expects. Clobbers rax, rcx,
-/// rdx, flags (caller-saved).
+/// `*scheduler`, which is the return the RSB expects. Clobbers rcx
+/// (caller-saved).
 ///
 /// # Safety
 ///
@@ -308,10 +290,11 @@ unsafe extern "C" fn context_switch(save_into: *mut Context, load_from: *const C
 #[unsafe(naked)]
 unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Context) {
     // INPUTS:  rdi = scheduler, rsi = target, [rsp] = return address.
-    // OUTPUTS: none; every callee-saved register and rsp now belong to the
+    // OUTPUTS: none; every callee-saved GPR and rsp now belong to the
     //          target, and control is at the target's resume address.
     // OPTIONS: naked (no prologue; the asm is the whole function). Clobbers
-    //          only caller-saved state: rax, rcx, rdx, flags.
+    //          only caller-saved state: rcx. Leaves MXCSR and the x87
+    //          control word alone (module doc).
     core::arch::naked_asm!(
         // Save the scheduler onto its own stack; `call` already pushed the
         // return address slot.
@@ -322,21 +305,10 @@ unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Cont
         "mov [rsp + {r13}], r13",
         "mov [rsp + {r14}], r14",
         "mov [rsp + {r15}], r15",
-        "stmxcsr [rsp + {mxcsr}]",
-        "fnstcw [rsp + {x87_cw}]",
-        // Swap stacks; rdx keeps the scheduler's frame for the comparison.
+        // Swap stacks.
         "mov [rdi + {context_sp}], rsp",
-        "mov rdx, rsp",
         "mov rsp, [rsi + {context_sp}]",
-        // Restore the control words only if the target's differ.
-        "mov eax, [rdx + {mxcsr}]",
-        "xor eax, [rsp + {mxcsr}]",
-        "test eax, {mxcsr_control_bits}",
-        "jnz 3f",
-        "movzx eax, word ptr [rdx + {x87_cw}]",
-        "cmp ax, word ptr [rsp + {x87_cw}]",
-        "jne 3f",
-        "2:",
+        // Restore the target from its stack.
         "mov r15, [rsp + {r15}]",
         "mov r14, [rsp + {r14}]",
         "mov r13, [rsp + {r13}]",
@@ -348,16 +320,8 @@ unsafe extern "C" fn context_resume(scheduler: *mut Context, target: *const Cont
         "mov rcx, [rsp + {return_address}]",
         "add rsp, {frame_size}",
         "jmp rcx",
-        // Out of line: the control words differ.
-        "3:",
-        "ldmxcsr [rsp + {mxcsr}]",
-        "fldcw [rsp + {x87_cw}]",
-        "jmp 2b",
         save_area = const SAVE_AREA_SIZE,
         frame_size = const FRAME_SIZE,
-        mxcsr = const offset_of!(SwitchFrame, mxcsr),
-        x87_cw = const offset_of!(SwitchFrame, x87_control_word),
-        mxcsr_control_bits = const MXCSR_CONTROL_BITS,
         r15 = const offset_of!(SwitchFrame, r15),
         r14 = const offset_of!(SwitchFrame, r14),
         r13 = const offset_of!(SwitchFrame, r13),
@@ -426,12 +390,12 @@ fn tsc_frequency_from_cpuid() -> Option<u64> {
 }
 
 // SAFETY: `switch` and `resume` save and restore rbx, rbp, r12–r15, rsp
-// (via `Context::sp`), rip (via the return address), MXCSR and the x87
-// control word — every piece of callee-saved state in the System V ABI;
-// `resume` restores the control words only when they differ, which leaves
-// the same control bits. `suspend` saves rbx, rbp, rsp, rip and the control
-// words itself and declares r12–r15 clobbered, so the compiler preserves
-// those. All three use one frame layout.
+// (via `Context::sp`) and rip (via the return address) — every callee-saved
+// register of the System V ABI. The floating-point control state (MXCSR,
+// the x87 control word) is left alone, as the crate-level policy the trait
+// contract refers to says. `suspend` saves rbx, rbp, rsp and rip itself and
+// declares r12–r15 clobbered, so the compiler preserves those. All three
+// use one frame layout.
 // `init_context` builds a frame that `switch` restores like any other and
 // whose trampoline calls `entry(arg)` with rsp ≡ 8 (mod 16); the const
 // assertions above pin the layout the assembly relies on.
@@ -443,8 +407,6 @@ unsafe impl Arch for X86_64 {
     unsafe fn init_context(stack_top: *mut u8, entry: EntryFn, arg: usize) -> Context {
         debug_assert!((stack_top as usize).is_multiple_of(STACK_ALIGNMENT), "stack_top must be 16-aligned");
         let frame = SwitchFrame {
-            mxcsr: MXCSR_DEFAULT,
-            x87_control_word: X87_CONTROL_WORD_DEFAULT,
             _padding: 0,
             r15: 0,
             r14: 0,
@@ -484,11 +446,12 @@ unsafe impl Arch for X86_64 {
         debug_assert!(!core::ptr::eq(current, scheduler), "suspend: current and scheduler alias");
         // INPUTS:  rdi = current (saved into), rsi = scheduler (loaded).
         // OUTPUTS: none. When the asm falls through (someone resumed
-        //          `*current`), rbx, rbp, rsp, MXCSR and the x87 control word
-        //          are as they were; r12–r15 and everything clobber_abi("C")
-        //          names (rax, rcx, rdx, rsi, rdi, r8–r11, all vector and x87
-        //          data registers, flags) are declared clobbered, so the
-        //          compiler keeps what it needs of them itself.
+        //          `*current`), rbx, rbp and rsp are as they were; r12–r15
+        //          and everything clobber_abi("C") names (rax, rcx, rdx,
+        //          rsi, rdi, r8–r11, all vector and x87 data registers,
+        //          flags) are declared clobbered, so the compiler keeps what
+        //          it needs of them itself. MXCSR and the x87 control word
+        //          are left alone (module doc).
         // OPTIONS: none. Not `nostack`: the frame is pushed below rsp, which
         //          asm! guarantees is aligned for a call (≡ 0 mod 16), so the
         //          saved sp is 16-aligned like one saved by `context_resume`.
@@ -508,21 +471,10 @@ unsafe impl Arch for X86_64 {
                 "mov [rsp + {return_address}], rax",
                 "mov [rsp + {rbp}], rbp",
                 "mov [rsp + {rbx}], rbx",
-                "stmxcsr [rsp + {mxcsr}]",
-                "fnstcw [rsp + {x87_cw}]",
-                // Swap stacks; rdx keeps this frame for the comparison.
+                // Swap stacks.
                 "mov [rdi + {context_sp}], rsp",
-                "mov rdx, rsp",
                 "mov rsp, [rsi + {context_sp}]",
-                // Restore the control words only if the scheduler's differ.
-                "mov eax, [rdx + {mxcsr}]",
-                "xor eax, [rsp + {mxcsr}]",
-                "test eax, {mxcsr_control_bits}",
-                "jnz 3f",
-                "movzx eax, word ptr [rdx + {x87_cw}]",
-                "cmp ax, word ptr [rsp + {x87_cw}]",
-                "jne 3f",
-                "4:",
+                // Restore the scheduler from its stack.
                 "mov r15, [rsp + {r15}]",
                 "mov r14, [rsp + {r14}]",
                 "mov r13, [rsp + {r13}]",
@@ -533,18 +485,10 @@ unsafe impl Arch for X86_64 {
                 // the return the RSB predicts.
                 "add rsp, {save_area}",
                 "ret",
-                // Out of line: the control words differ.
-                "3:",
-                "ldmxcsr [rsp + {mxcsr}]",
-                "fldcw [rsp + {x87_cw}]",
-                "jmp 4b",
                 // Resumed: rsp is back where it was before the asm.
                 "2:",
                 save_area = const SAVE_AREA_SIZE,
                 frame_size = const FRAME_SIZE,
-                mxcsr = const offset_of!(SwitchFrame, mxcsr),
-                x87_cw = const offset_of!(SwitchFrame, x87_control_word),
-                mxcsr_control_bits = const MXCSR_CONTROL_BITS,
                 r15 = const offset_of!(SwitchFrame, r15),
                 r14 = const offset_of!(SwitchFrame, r14),
                 r13 = const offset_of!(SwitchFrame, r13),
