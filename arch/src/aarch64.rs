@@ -5,6 +5,11 @@
 //! callee-saved registers live in a [`SwitchFrame`] on the suspended
 //! context's own stack. The differences on AArch64:
 //!
+//! - `switch` and `resume` are naked functions that save the whole frame;
+//!   only `suspend` is inline assembly that leaves the registers `asm!` can
+//!   name to the compiler (x86_64 does that in all three, which is what
+//!   brings its round trip level with corosensei's);
+//!
 //! - callee-saved state per AAPCS64 §6.1: x19–x28, the frame pointer x29,
 //!   the link register x30 (it holds the resume address, since `bl` does not
 //!   push one), sp, and the low 64 bits of v8–v15 (d8–d15). The upper halves

@@ -112,11 +112,13 @@ pub unsafe trait Arch {
 
     /// The scheduler side of the asymmetric pair: saves the caller's
     /// callee-saved state into `*scheduler`, then runs `target` until it
-    /// calls [`Arch::suspend`] back to `*scheduler`. Entered by an ordinary
-    /// call; the return of that call is executed by the `suspend` (or
-    /// `switch`) that loads `*scheduler` again, so the CPU's return-address
-    /// predictor sees a balanced call / return whenever the target suspends
-    /// from the frame `resume` entered it at (no calls still open).
+    /// calls [`Arch::suspend`] back to `*scheduler`. The scheduler's resume
+    /// address is pushed by a real call (into the backend's switch code, or
+    /// within the inlined assembly), whose return is executed by the
+    /// `suspend` (or `switch`) that loads `*scheduler` again, so the CPU's
+    /// return-address predictor sees a balanced call / return whenever the
+    /// target suspends from the frame `resume` entered it at (no calls still
+    /// open).
     ///
     /// `target` may be fresh (from [`Arch::init_context`]) or saved by any
     /// of `switch`, `resume` or `suspend`: all three share one frame layout.
@@ -136,7 +138,8 @@ pub unsafe trait Arch {
     ///
     /// Callee-saved registers the compiler can name are declared clobbered
     /// instead of saved, so the compiler keeps (spills) only those live
-    /// across the call; the rest are saved by the switch itself.
+    /// across the call; the rest are saved by the switch itself. (The
+    /// x86_64 backend does the same in `switch` and `resume`.)
     ///
     /// # Safety
     ///
