@@ -96,7 +96,7 @@
 //! leaves by `ret` to the *other* side's saved return address. The CPU's
 //! return-stack buffer (RSB) predicted that `ret` from the `call` it just
 //! saw, so every symmetric switch is a mispredicted return: most of its
-//! round trip (about 20 ns against about 3.4 ns for the pair below,
+//! round trip (about 17 ns against about 3 ns for the pair below,
 //! measured on the development VM).
 //!
 //! A scheduler does not need symmetry: a worker always *resumes* a process
