@@ -5,12 +5,21 @@
 //! callee-saved registers live in a [`SwitchFrame`] on the suspended
 //! context's own stack. The differences on AArch64:
 //!
+//! - `switch` and `resume` are naked functions that save the whole frame;
+//!   only `suspend` is inline assembly that leaves the registers `asm!` can
+//!   name to the compiler (x86_64 does that in all three, which is what
+//!   brings its round trip level with corosensei's);
+//!
 //! - callee-saved state per AAPCS64 §6.1: x19–x28, the frame pointer x29,
 //!   the link register x30 (it holds the resume address, since `bl` does not
 //!   push one), sp, and the low 64 bits of v8–v15 (d8–d15). The upper halves
-//!   of v8–v15 and every other vector register are caller-saved. FPCR and
-//!   FPSR are not part of a context, by the same policy as MXCSR and the x87
-//!   control word on x86_64 (crate docs, "Floating-point control state");
+//!   of v8–v15 and every other vector register are caller-saved;
+//! - FPCR (rounding mode, flush-to-zero, default NaN, trap enables) is not
+//!   saved, for the reason the x86_64 backend gives for MXCSR ("Floating-point
+//!   control state is not part of a context"): Rust code runs in the default
+//!   environment, and a process that changes FPCR through `unsafe` code must
+//!   restore it before it can be switched away. FPSR holds only cumulative
+//!   status flags and is not saved either;
 //! - `aarch64-unknown-none` emits NEON/FP code too, so d8–d15 are saved on
 //!   bare metal as well;
 //! - sp must be 16-aligned at *every* instruction that uses it as a base, not
@@ -298,8 +307,9 @@ unsafe extern "C" fn trampoline() -> ! {
 }
 
 // SAFETY: `context_switch` and `context_resume` save and restore x19–x29,
-// x30, sp (via `Context::sp`) and d8–d15 — every piece of callee-saved
-// state in AAPCS64. `suspend` saves x19, x29, sp and its resume address
+// x30, sp (via `Context::sp`) and d8–d15 — every callee-saved register in
+// AAPCS64. FPCR is left alone, as the crate-level policy the trait contract
+// refers to says. `suspend` saves x19, x29, sp and its resume address
 // itself and declares x20–x28 and (through clobber_abi("C")) v8–v15
 // clobbered, so the compiler preserves those. All three use one frame
 // layout.

@@ -10,34 +10,35 @@
 //!   pointer ([`Context`]): callee-saved registers live on its own stack;
 //! - preparing a fresh stack so that the first switch into it calls an entry
 //!   function with one machine-word argument ([`Arch::init_context`]);
-//! - the switch itself, saving exactly the ABI's callee-saved state, in two
-//!   forms over one frame layout: the symmetric [`Arch::switch`], and the
+//! - the switch itself, saving exactly the ABI's callee-saved registers, in
+//!   two forms over one frame layout: the symmetric [`Arch::switch`], and the
 //!   asymmetric pair a scheduler uses, [`Arch::resume`] / [`Arch::suspend`],
 //!   which keeps the CPU's return-address prediction balanced;
 //! - a cycle / timestamp counter and a spin-loop hint.
 //!
-//! # Floating-point control state
+//! # Floating-point control state is not part of a context
 //!
-//! One policy on every architecture: the floating-point *control* state —
-//! MXCSR and the x87 control word on x86_64, FPCR (and the status register
-//! FPSR) on AArch64 — is **not** part of a context. A switch neither saves
-//! nor restores it; every context runs in the default floating-point
-//! environment (round to nearest, exceptions masked, no flush-to-zero).
+//! One policy for every backend: a switch saves and restores the
+//! callee-saved general-purpose registers and, on AArch64, the callee-saved
+//! FP/SIMD registers d8–d15, but *not* the floating-point control state —
+//! MXCSR and the x87 control word on x86_64, FPCR on AArch64 — nor the
+//! status flags (MXCSR's low bits, the x87 status word, FPSR).
 //!
-//! Why: Rust code may assume the default environment. Nothing in safe Rust
-//! changes these registers, and the compiler itself assumes they hold the
-//! defaults (it constant-folds floating-point arithmetic as if rounding to
-//! nearest). Saving them would cost every switch for a state that only
-//! `unsafe` code outside the language's model can create — on x86_64 the
-//! `stmxcsr` / `fnstcw` pair alone was about half of a resume/suspend round
-//! trip. corosensei, a widely used stackful-coroutine crate, makes the same
-//! choice.
+//! Rust code may assume the default floating-point environment (round to
+//! nearest, exceptions masked, no flush-to-zero): nothing safe changes it,
+//! and the compiler folds and reorders floating-point arithmetic as if it
+//! never changed. Every context therefore runs in the environment its thread
+//! started with, and saving it at a switch would copy the same value from
+//! one side to the other at a price (on x86_64, `ldmxcsr` alone is a large
+//! part of a round trip). corosensei makes the same choice.
 //!
-//! Consequence: code that changes the control state through `unsafe`
-//! (inline assembly, an intrinsic) must restore the default before it
-//! reaches a switch point — a yield, a park, an allocation under a
-//! preempting allocator. Otherwise the change leaks to whatever that worker
-//! runs next.
+//! Code that changes the floating-point environment through `unsafe` code or
+//! assembly owns the consequences: the change belongs to the thread (or core)
+//! that runs it, not to the context. It is seen by whichever context runs
+//! there next and does not follow a context resumed elsewhere. Such code
+//! must restore the default before anything that can switch away, exactly
+//! as it must before calling code that assumes the default. The x86_64
+//! backend's module documentation explains the trade-off in detail.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -70,12 +71,13 @@ impl Context {
 ///
 /// Implementors promise that [`Arch::switch`], [`Arch::resume`] and
 /// [`Arch::suspend`] each preserve, for their caller, *every* register the
-/// platform ABI calls callee-saved (general and FP/SIMD registers; the
-/// floating-point control state is left to the crate's policy above), that
-/// any of them can load a context any
-/// of them saved, and that [`Arch::init_context`] lays out a stack on which
-/// the first `switch` or `resume` calls the entry function with the
-/// argument intact and the stack aligned as the ABI demands at a call.
+/// platform ABI calls callee-saved (the callee-saved FP/SIMD registers
+/// included), that any of them can load a context any of them saved, and
+/// that [`Arch::init_context`] lays out a stack on which the first `switch`
+/// or `resume` calls the entry function with the argument intact and the
+/// stack aligned as the ABI demands at a call. The floating-point control
+/// state is the one exception, and must be left untouched: see "Floating-point
+/// control state is not part of a context" in the crate documentation.
 pub unsafe trait Arch {
     /// Human-readable name ("x86_64", "aarch64").
     const NAME: &'static str;
@@ -110,11 +112,13 @@ pub unsafe trait Arch {
 
     /// The scheduler side of the asymmetric pair: saves the caller's
     /// callee-saved state into `*scheduler`, then runs `target` until it
-    /// calls [`Arch::suspend`] back to `*scheduler`. Entered by an ordinary
-    /// call; the return of that call is executed by the `suspend` (or
-    /// `switch`) that loads `*scheduler` again, so the CPU's return-address
-    /// predictor sees a balanced call / return whenever the target suspends
-    /// from the frame `resume` entered it at (no calls still open).
+    /// calls [`Arch::suspend`] back to `*scheduler`. The scheduler's resume
+    /// address is pushed by a real call (into the backend's switch code, or
+    /// within the inlined assembly), whose return is executed by the
+    /// `suspend` (or `switch`) that loads `*scheduler` again, so the CPU's
+    /// return-address predictor sees a balanced call / return whenever the
+    /// target suspends from the frame `resume` entered it at (no calls still
+    /// open).
     ///
     /// `target` may be fresh (from [`Arch::init_context`]) or saved by any
     /// of `switch`, `resume` or `suspend`: all three share one frame layout.
@@ -134,7 +138,8 @@ pub unsafe trait Arch {
     ///
     /// Callee-saved registers the compiler can name are declared clobbered
     /// instead of saved, so the compiler keeps (spills) only those live
-    /// across the call; the rest are saved by the switch itself.
+    /// across the call; the rest are saved by the switch itself. (The
+    /// x86_64 backend does the same in `switch` and `resume`.)
     ///
     /// # Safety
     ///

@@ -35,7 +35,7 @@ impl Stack {
 
 /// The two ways the tests move between their own context and a child: the
 /// symmetric `switch` both ways, or the scheduler pair (`resume` in,
-/// `suspend` out) the core uses. Every arch test runs under both.
+/// `suspend` out) the core uses. The switching tests run under both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seam {
     Switch,
