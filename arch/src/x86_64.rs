@@ -46,11 +46,6 @@
 //! (MXCSR bits 0–5, the x87 status word) are caller-saved and carry no
 //! promise either way.
 //!
-//! MXCSR's control bits and the x87 control word are callee-saved in the
-//! ABI too, and are deliberately **not** part of a context: see the crate
-//! docs' "Floating-point control state". Every context runs in the default
-//! floating-point environment, which nothing in safe Rust can change.
-//!
 //! # The stack, in three states
 //!
 //! Addresses grow upwards; the stack grows downwards. `top` is the
