@@ -60,9 +60,9 @@ pub use smarm_core::{
 /// and the registry (re-exported from `smarm-core`).
 pub use smarm_core::{
     bounded, channel, demonitor, link, monitor, name_of, register, select, select_timeout, trap_exit, unlink,
-    unregister, whereis, Down, DownReason, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard,
-    Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError, Sender, TryRecvError,
-    TrySendError,
+    unregister, whereis, Down, DownReason, ExitSignal, IntoIter, Iter, LockError, Monitor, MonitorId, Mutex,
+    MutexGuard, Receiver, RecvError, RecvTimeoutError, RegisterError, Selectable, SendError,
+    SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
 };
 pub use smarm_core::{
     CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,

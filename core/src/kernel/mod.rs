@@ -9,6 +9,7 @@
 
 pub(crate) mod atomic;
 pub mod config;
+pub mod coop;
 pub mod error;
 pub mod host;
 pub mod join;

@@ -347,6 +347,7 @@ pub fn now() -> Option<Instant> {
 
 /// Spawns `f` as a process on the caller's worker.
 pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<JoinHandle, SpawnError> {
+    crate::kernel::coop::spend();
     let core = current_core().ok_or(SpawnError::NotInProcess)?;
     // SAFETY: current core, live for the enclosing pass.
     let worker = unsafe { (*core).id };
@@ -355,6 +356,7 @@ pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<JoinHandle, SpawnErro
 
 /// Spawns `f` as a process on worker `worker` of the caller's runtime.
 pub fn spawn_on<F: FnOnce() + Send + 'static>(worker: usize, f: F) -> Result<JoinHandle, SpawnError> {
+    crate::kernel::coop::spend();
     let core = current_core().ok_or(SpawnError::NotInProcess)?;
     shared_arc(core).spawn_on(worker, Box::new(f))
 }

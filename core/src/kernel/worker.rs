@@ -106,6 +106,9 @@ pub(crate) struct WorkerCore {
     /// Timestamp of the running process's first preemption check since it
     /// was resumed; 0 until then.
     pub(crate) slice_start: u64,
+    /// The running process's cooperative budget left (`kernel::coop`);
+    /// refilled at every resume, 0 when disabled.
+    pub(crate) coop_budget: u32,
     stats: StatsSnapshot,
     live_here: u64,
     /// Runtime locks held on this driver, by class (lock-order checking).
@@ -150,6 +153,7 @@ impl Worker {
             preempt_disabled: 0,
             wait_open: false,
             slice_start: 0,
+            coop_budget: 0,
             stats: StatsSnapshot::default(),
             live_here: 0,
             held_leaf: 0,
@@ -319,6 +323,7 @@ unsafe fn run(core: *mut WorkerCore, shared: &Shared, index: u32) {
         (*core).wait_open = false;
         // The slice starts at the process's first preemption check.
         (*core).slice_start = 0;
+        (*core).coop_budget = shared.config.coop_budget;
         (*core).stats.switches += 1;
         let save = ptr::addr_of_mut!((*core).context);
         let load = ptr::addr_of!((*slot.body.get()).context);
