@@ -9,7 +9,7 @@
 //!
 //! Design principles:
 //! - **One word per process.** A slot's state, epoch and generation live in
-//!   one `AtomicU64` ([`state::StateWord`]); every transition is one CAS
+//!   one `AtomicU64` ([`kernel::state::StateWord`]); every transition is one CAS
 //!   that checks its precondition, the generation included.
 //! - **Wakes are precise.** Every wake is stamped with the wait's epoch and
 //!   consumes it; the only wildcard wake is the terminal `request_stop`.
@@ -19,7 +19,7 @@
 //!   typed errors, never panics.
 //! - **No OS.** Nothing here names a thread or an OS: time, stacks and
 //!   parking come from [`smarm_platform::Platform`], the current worker and
-//!   panic capture from the host's [`host::HostHooks`].
+//!   panic capture from the host's [`kernel::host::HostHooks`].
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
