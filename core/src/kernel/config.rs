@@ -36,12 +36,13 @@ pub struct Config {
     /// Time a process may run before an allocation (or `check!()`) yields
     /// it, when preemption is enabled by the host. Default 2 ms.
     pub timeslice: Duration,
-    /// Budgeted operations (channel sends and receives, their `try_*`
-    /// forms, mutex `lock` / `try_lock`, spawns) a process makes between
-    /// two switches: the one that finds the budget spent yields first, so a
-    /// process that never parks cannot starve the others on its worker.
-    /// Refilled at every resume; no clock is read. `0` disables it.
-    /// Default 128 ([`DEFAULT_COOP_BUDGET`](crate::kernel::coop::DEFAULT_COOP_BUDGET));
+    /// The cooperative budget: a process yields at its `coop_budget`-th
+    /// budgeted operation (channel sends and receives and their `try_*`
+    /// forms, mutex `lock` / `try_lock`, spawns) since it was last resumed,
+    /// before performing it, so a process that never parks cannot starve
+    /// the others on its worker. Refilled at every resume; no clock is
+    /// read. `0` disables it; every other value is valid. Default 128
+    /// ([`DEFAULT_COOP_BUDGET`](crate::kernel::coop::DEFAULT_COOP_BUDGET));
     /// see [`kernel::coop`](crate::kernel::coop).
     pub coop_budget: u32,
     /// Timestamp-counter cycles an idle worker spins before parking (hosted

@@ -17,10 +17,11 @@
 //! `spawn` / `spawn_on` — calls [`spend`] first, which decrements it. The
 //! operation that finds the counter at its last unit yields (going to the
 //! back of the ready queue, like [`yield_now`]) before it does its work;
-//! the resume refills the counter. A budget of `B` thus lets a process make
-//! at most `B - 1` operations in a row without switching; a park, a yield or
-//! a preemption in between refills it, so a process that blocks now and
-//! then never pays for the budget beyond the decrement. `0` disables it.
+//! the resume refills the counter. A process with a budget of `B` thus
+//! yields at its `B`-th budgeted operation since it was resumed; a park, a
+//! yield or a preemption in between refills it, so a process that blocks
+//! now and then never pays for the budget beyond the decrement. `0`
+//! disables it.
 //!
 //! The yield is that of [`check`](crate::kernel::process::check): never
 //! while a wait is open (a yield would turn the state word `Queued` and

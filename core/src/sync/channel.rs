@@ -234,7 +234,10 @@ pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
 /// receiver is parked in [`recv`](Receiver::recv) /
 /// [`recv_timeout`](Receiver::recv_timeout) waiting for it, and a
 /// [`select`](crate::sync::select::select) arm on the receiver is ready
-/// only while a sender is waiting.
+/// only while a sender is waiting. That sender may still give up (its
+/// `send_timeout` expires, or it is stopped, which withdraws its value)
+/// before the receiver looks: the `try_recv` after a `select` then returns
+/// `Empty`.
 ///
 /// ```
 /// use smarm_core::TrySendError;
