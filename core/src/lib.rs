@@ -57,8 +57,8 @@ pub use otp::supervisor::{
     SupervisorRef,
 };
 pub use sync::channel::{
-    bounded, channel, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender, TryRecvError,
-    TrySendError,
+    bounded, channel, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
+    SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
 };
 pub use sync::mutex::{LockError, Mutex, MutexGuard};
 pub use sync::select::{select, select_timeout, Never, Select};

@@ -62,6 +62,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`stack_pool_max`](Builder::stack_pool_max) | 16,384 | stacks kept for reuse |
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
 /// | [`timeslice`](Builder::timeslice) | 2 ms | run time before an allocation (with [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields |
+/// | [`coop_budget`](Builder::coop_budget) | 128 | a process yields at its 128th channel, mutex or spawn operation since it switched in (0 = off) |
 /// | [`spin_budget_cycles`](Builder::spin_budget_cycles) | 20,000 | timestamp ticks an idle driver spins before parking (0 = park at once) |
 /// | [`max_spinners`](Builder::max_spinners) | workers / 2, at least 2 (1 with one worker) | drivers spinning at once |
 /// | [`io_threads`](Builder::io_threads) | 64 | most threads running `block_on_io` jobs at once |
@@ -152,6 +153,14 @@ impl Builder {
     /// [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields.
     pub fn timeslice(mut self, timeslice: Duration) -> Builder {
         self.config.timeslice = timeslice;
+        self
+    }
+
+    /// The cooperative budget: a process yields at its `operations`-th
+    /// channel send or receive (`try_*` included), mutex lock or spawn since
+    /// it last switched in, before doing it. 0 disables the budget.
+    pub fn coop_budget(mut self, operations: u32) -> Builder {
+        self.config.coop_budget = operations;
         self
     }
 

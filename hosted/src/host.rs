@@ -49,7 +49,8 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// The hooks every hosted runtime installs.
-pub(crate) static HOOKS: HostHooks = HostHooks { get_current, set_current, run_process, raise_stop };
+pub(crate) static HOOKS: HostHooks =
+    HostHooks { get_current, set_current, run_process, raise_stop, unwinding: std::thread::panicking };
 
 /// Installs (once per process image) a panic hook that names the process
 /// before the previous hook prints its usual report, whose "thread" line

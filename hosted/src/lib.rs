@@ -61,9 +61,9 @@ pub use smarm_core::{
 /// and the registry (re-exported from `smarm-core`).
 pub use smarm_core::{
     bounded, channel, demonitor, exit, link, monitor, name_of, register, select, select_timeout, trap_exit,
-    unlink, unregister, whereis, Down, ExitSignal, LockError, Monitor, MonitorId, Mutex, MutexGuard, Never,
-    Receiver, RecvError, RecvTimeoutError, RegisterError, Select, Selectable, SendError, Sender,
-    TryRecvError, TrySendError,
+    unlink, unregister, whereis, Down, ExitSignal, IntoIter, Iter, LockError, Monitor, MonitorId, Mutex,
+    MutexGuard, Never, Receiver, RecvError, RecvTimeoutError, RegisterError, Select, Selectable, SendError,
+    SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
 };
 pub use smarm_core::{
     CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,

@@ -46,6 +46,15 @@ pub struct Config {
     /// Time a process may run before an allocation (or `check!()`) yields
     /// it, when preemption is enabled by the host. Default 2 ms.
     pub timeslice: Duration,
+    /// The cooperative budget: a process yields at its `coop_budget`-th
+    /// budgeted operation (channel sends and receives and their `try_*`
+    /// forms, mutex `lock` / `try_lock`, spawns) since it was last resumed,
+    /// before performing it, so a process that never parks cannot starve
+    /// the others on its worker. Refilled at every resume; no clock is
+    /// read. `0` disables it; every other value is valid. Default 128
+    /// ([`DEFAULT_COOP_BUDGET`](crate::kernel::coop::DEFAULT_COOP_BUDGET));
+    /// see [`kernel::coop`](crate::kernel::coop).
+    pub coop_budget: u32,
     /// Timestamp-counter cycles an idle worker spins before parking (hosted
     /// engine). `0` parks at once. Default 20,000 (≈ 5–10 µs).
     pub spin_budget_cycles: u64,
@@ -66,6 +75,7 @@ impl Default for Config {
             stack_pool_max: None,
             stack_keep_resident: 16 * 1024,
             timeslice: Duration::from_millis(2),
+            coop_budget: crate::kernel::coop::DEFAULT_COOP_BUDGET,
             spin_budget_cycles: 20_000,
             max_spinners: None,
         }

@@ -30,6 +30,11 @@ pub struct HostHooks {
     /// unwinds with the stop sentinel (destructors run). Bare: abandons the
     /// process.
     pub raise_stop: fn() -> !,
+    /// Whether the calling thread is unwinding (a panic's destructors are
+    /// running): a stop is not raised then, since raising it would abort
+    /// the program. Hosted: `std::thread::panicking`. A host without
+    /// unwinding returns `false`.
+    pub unwinding: fn() -> bool,
 }
 
 static HOOKS: crate::kernel::once::OnceRef<HostHooks> = crate::kernel::once::OnceRef::new();

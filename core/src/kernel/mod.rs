@@ -10,6 +10,7 @@
 pub(crate) mod asan;
 pub(crate) mod atomic;
 pub mod config;
+pub mod coop;
 pub(crate) mod current;
 pub mod error;
 pub mod exit;

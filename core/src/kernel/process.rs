@@ -228,6 +228,23 @@ pub fn yield_now() {
     running.observe_stop();
 }
 
+/// The cooperative budget's yield: [`yield_now`], except that a pending
+/// stop is not raised while the process is already unwinding (a panic's
+/// destructors may send): raising it there would abort the program.
+pub(crate) fn yield_for_budget() {
+    let Some(running) = Running::get() else { return };
+    let unwinding = (running.shared().hooks.unwinding)();
+    if !unwinding {
+        running.observe_stop();
+    }
+    running.slot().state.yield_now(running.generation);
+    // SAFETY: the word is Queued.
+    unsafe { running.switch_out(SwitchReason::Yield) };
+    if !unwinding {
+        running.observe_stop();
+    }
+}
+
 /// Whether the running process may be preempted now and has used up its
 /// timeslice. The slice starts at the first check after a resume (the
 /// worker does not read the counter on every switch: on a VM that read is
@@ -396,6 +413,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    crate::kernel::coop::spend();
     let (shared, worker) = current_shared().ok_or(SpawnError::NotInProcess)?;
     JoinHandle::spawn(&shared, worker, f)
 }
@@ -406,6 +424,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    crate::kernel::coop::spend();
     let (shared, _) = current_shared().ok_or(SpawnError::NotInProcess)?;
     JoinHandle::spawn(&shared, worker, f)
 }

@@ -119,6 +119,9 @@ pub(crate) struct WorkerCore {
     /// Timestamp of the running process's first preemption check since it
     /// was resumed; 0 until then.
     pub(crate) slice_start: Cell<u64>,
+    /// The running process's cooperative budget left (`kernel::coop`):
+    /// refilled at every resume, 0 when disabled.
+    pub(crate) coop_budget: Cell<u32>,
     stats: RefCell<StatsSnapshot>,
     live_here: Cell<u64>,
 }
@@ -188,6 +191,7 @@ impl Worker {
             preempt: PreemptState::default(),
             wait_open: Cell::new(false),
             slice_start: Cell::new(0),
+            coop_budget: Cell::new(0),
             stats: RefCell::new(StatsSnapshot::default()),
             live_here: Cell::new(0),
         });
@@ -329,6 +333,7 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     core.wait_open.set(false);
     // The slice starts at the process's first preemption check.
     core.slice_start.set(0);
+    core.coop_budget.set(shared.config.coop_budget);
     core.stats.borrow_mut().switches += 1;
     let save = core.context.get();
     let body = slot.body.get();

@@ -1,9 +1,18 @@
 //! Channels between processes: many senders, one receiver.
 //!
-//! `send` never blocks on an unbounded channel and hands the message back
-//! when the receiver is gone; a bounded channel ([`bounded`]) parks the
-//! sending process while it is full. The receiver parks the process, not
-//! the thread.
+//! Three shapes, one [`Sender`] / [`Receiver`] pair:
+//!
+//! - [`channel`]: unbounded; `send` never blocks.
+//! - [`bounded`]`(n)` with `n > 0`: a buffer of `n`; `send` parks the
+//!   sending process while it is full.
+//! - [`bounded`]`(0)`: a rendezvous; `send` parks until the receiver has
+//!   taken the value, which goes from the sender to the receiver without a
+//!   buffer in between.
+//!
+//! The receiver parks the process, not the thread. Every send, receive and
+//! `try_*` call spends one unit of the process's cooperative budget
+//! ([`kernel::coop`](crate::kernel::coop)), so a process sending in a loop
+//! yields now and then and the receiver on its worker gets to run.
 //!
 //! Protocol: the channel lock is a runtime lock of class `Channel`: nothing
 //! is locked under it and nothing user-visible runs under it except
@@ -14,6 +23,17 @@
 //! Messages dropped by the channel (the receiver went away) are dropped
 //! after the lock is released, since a message may own a `Sender` whose
 //! drop takes another channel's lock.
+//!
+//! Rendezvous: a sender leaves its value in an *offer* (with a ticket and
+//! its waker) and parks; the receiver takes the value out of the offer and
+//! wakes the sender, which finds its ticket gone and returns `Ok`. A sender
+//! that finds its offer still there when it wakes takes the value back: the
+//! receiver is gone (`Disconnected`) or the deadline passed (`Timeout`).
+//! The one exception is a receiver parked in a plain `recv` (it takes the
+//! first message whatever it is, and `receiving` says so): a sender then
+//! leaves a *handed* offer, wakes the receiver and returns at once, since
+//! the receiver takes that offer the moment it runs. At most one handed
+//! offer exists at a time (handing one clears `receiving`).
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -21,38 +41,146 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::kernel::atomic::{AtomicUsize, Ordering};
+use crate::kernel::coop;
 use crate::kernel::process::{self, Waker};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::time::Instant;
 
 struct Inner<T> {
     queue: VecDeque<T>,
+    /// Rendezvous only: values offered by senders, in arrival order.
+    offers: VecDeque<Offer<T>>,
+    /// Rendezvous only: the next offer's ticket.
+    next_ticket: u64,
     /// The receiver's registration while it waits (recv or select).
     receiver: Option<Waker>,
-    /// Senders parked on a full bounded channel, in arrival order.
+    /// Rendezvous only: the receiver is parked in a receive that takes the
+    /// first message, so a sender may hand its value over and return.
+    /// Cleared by every receiver-side look at the channel and by the hand.
+    receiving: bool,
+    /// Senders parked on a full buffered channel, in arrival order.
     blocked_senders: VecDeque<Waker>,
     receiver_alive: bool,
+}
+
+/// A rendezvous sender's value, waiting for the receiver.
+struct Offer<T> {
+    ticket: u64,
+    value: T,
+    /// The parked sender, woken when the value is taken or the receiver
+    /// goes; `None` for a handed offer or a sender outside a process (it
+    /// polls).
+    sender: Option<Waker>,
+    /// Handed to a receiver parked in `recv`: its sender has returned, so
+    /// nobody takes the value back.
+    handed: bool,
+}
+
+/// What a receive must wake once the lock is released.
+enum Wakes {
+    /// Nothing.
+    None,
+    /// The senders parked on a full buffered channel: all of them (they
+    /// race for the room; the losers park again).
+    Blocked(VecDeque<Waker>),
+    /// The rendezvous sender whose value was taken.
+    Offerer(Waker),
+}
+
+impl Wakes {
+    fn wake(self) {
+        match self {
+            Wakes::None => {}
+            Wakes::Blocked(wakers) => {
+                for waker in wakers {
+                    waker.wake();
+                }
+            }
+            Wakes::Offerer(waker) => {
+                waker.wake();
+            }
+        }
+    }
+}
+
+impl<T> Inner<T> {
+    fn has_message(&self) -> bool {
+        !self.queue.is_empty() || !self.offers.is_empty()
+    }
+
+    /// Takes the first message (queue first, then offers) for which `pred`
+    /// holds, with whom to wake after the lock is released.
+    fn take_matching(&mut self, pred: &impl Fn(&T) -> bool) -> Option<(T, Wakes)> {
+        if let Some(index) = self.queue.iter().position(pred) {
+            let value = if index == 0 { self.queue.pop_front() } else { self.queue.remove(index) }?;
+            let wakes = if self.blocked_senders.is_empty() {
+                Wakes::None
+            } else {
+                Wakes::Blocked(core::mem::take(&mut self.blocked_senders))
+            };
+            return Some((value, wakes));
+        }
+        let index = self.offers.iter().position(|offer| pred(&offer.value))?;
+        let offer = self.offers.remove(index)?;
+        Some((offer.value, offer.sender.map_or(Wakes::None, Wakes::Offerer)))
+    }
+
+    /// Hands `value` to the receiver parked in `recv` (`receiving`); returns
+    /// its registration, to wake after the lock is released.
+    fn hand(&mut self, value: T) -> Option<Waker> {
+        debug_assert!(self.receiving && self.offers.is_empty(), "a hand without a receiver waiting for it");
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.offers.push_back(Offer { ticket, value, sender: None, handed: true });
+        self.receiving = false;
+        self.receiver.take()
+    }
 }
 
 struct Chan<T> {
     inner: RuntimeMutex<Inner<T>>,
     senders: AtomicUsize,
-    /// `None` = unbounded.
+    /// `None` = unbounded; `Some(0)` = rendezvous.
     capacity: Option<usize>,
 }
 
 impl<T> Chan<T> {
     fn disconnected(inner: &Inner<T>, senders: usize) -> bool {
-        inner.queue.is_empty() && senders == 0
+        !inner.has_message() && senders == 0
+    }
+
+    fn is_rendezvous(&self) -> bool {
+        self.capacity == Some(0)
     }
 }
 
 /// The sending half; clone it for more senders.
+///
+/// The same type serves every shape of channel: std's `Sender` and
+/// `SyncSender` in one.
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
 }
 
-/// The receiving half; there is exactly one.
+/// The receiving half; there is exactly one, and one process receives on
+/// it at a time.
+///
+/// Iterate over it with [`iter`](Receiver::iter), [`try_iter`](Receiver::try_iter)
+/// or a `for` loop, which ends once every sender is gone and the channel is
+/// empty:
+///
+/// ```
+/// let (tx, rx) = smarm_core::channel::<u32>();
+/// for i in 0..3 {
+///     tx.send(i).unwrap();
+/// }
+/// drop(tx);
+/// let mut got = Vec::new();
+/// for message in rx {
+///     got.push(message);
+/// }
+/// assert_eq!(got, [0, 1, 2]);
+/// ```
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
 }
@@ -73,7 +201,10 @@ fn new_chan<T>(capacity: Option<usize>) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan {
         inner: RuntimeMutex::channel(Inner {
             queue: VecDeque::new(),
+            offers: VecDeque::new(),
+            next_ticket: 0,
             receiver: None,
+            receiving: false,
             blocked_senders: VecDeque::new(),
             receiver_alive: true,
         }),
@@ -83,21 +214,58 @@ fn new_chan<T>(capacity: Option<usize>) -> (Sender<T>, Receiver<T>) {
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
-/// An unbounded channel.
+/// An unbounded channel: `send` never blocks (std's `mpsc::channel`).
+///
+/// ```
+/// let (tx, rx) = smarm_core::channel();
+/// tx.send("hello").unwrap();
+/// assert_eq!(rx.try_recv(), Ok("hello"));
+/// ```
 pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
     new_chan(None)
 }
 
-/// A bounded channel holding at most `capacity` messages (at least 1):
-/// `send` parks the sending process while it is full.
+/// A bounded channel (std's `mpsc::sync_channel`).
+///
+/// With `capacity > 0` it holds at most `capacity` messages and `send`
+/// parks the sending process while it is full. With `capacity == 0` it is a
+/// *rendezvous*: `send` parks until the receiver takes the value (or is
+/// dropped, which gives the value back), `try_send` succeeds only when the
+/// receiver is parked in [`recv`](Receiver::recv) /
+/// [`recv_timeout`](Receiver::recv_timeout) waiting for it, and a
+/// [`select`](crate::sync::select::select) arm on the receiver is ready
+/// only while a sender is waiting. That sender may still give up (its
+/// `send_timeout` expires, or it is stopped, which withdraws its value)
+/// before the receiver looks: the `try_recv` after a `select` then returns
+/// `Empty`.
+///
+/// ```
+/// use smarm_core::TrySendError;
+///
+/// let (tx, rx) = smarm_core::bounded(1);
+/// tx.try_send(1).unwrap();
+/// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
+/// assert_eq!(rx.try_recv(), Ok(1));
+///
+/// // Nobody is waiting in `recv`: a rendezvous has no room at all.
+/// let (tx, rx) = smarm_core::bounded::<u8>(0);
+/// assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)));
+/// # drop(rx);
+/// ```
 pub fn bounded<T: Send>(capacity: usize) -> (Sender<T>, Receiver<T>) {
-    new_chan(Some(capacity.max(1)))
+    new_chan(Some(capacity))
 }
 
 /// The receiver is gone; the message comes back.
 #[derive(PartialEq, Eq, Clone, Copy)]
 pub struct SendError<T>(pub T);
 
+impl<T> SendError<T> {
+    /// The message that was not sent.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
 impl<T> fmt::Debug for SendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("SendError(..)")
@@ -113,7 +281,8 @@ impl<T> core::error::Error for SendError<T> {}
 /// Why a `try_send` did not send; the message comes back either way.
 #[derive(PartialEq, Eq, Clone, Copy)]
 pub enum TrySendError<T> {
-    /// A bounded channel is full.
+    /// A bounded channel is full (a rendezvous: no receiver is waiting in
+    /// `recv`).
     Full(T),
     /// The receiver is gone.
     Disconnected(T),
@@ -125,6 +294,11 @@ impl<T> TrySendError<T> {
         match self {
             TrySendError::Full(v) | TrySendError::Disconnected(v) => v,
         }
+    }
+}
+impl<T> From<SendError<T>> for TrySendError<T> {
+    fn from(SendError(value): SendError<T>) -> Self {
+        TrySendError::Disconnected(value)
     }
 }
 impl<T> fmt::Debug for TrySendError<T> {
@@ -147,12 +321,70 @@ impl<T> fmt::Display for TrySendError<T> {
 }
 impl<T> core::error::Error for TrySendError<T> {}
 
+/// Why a [`send_timeout`](Sender::send_timeout) or
+/// [`send_deadline`](Sender::send_deadline) did not send; the message comes
+/// back in every case.
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub enum SendTimeoutError<T> {
+    /// The deadline passed while the channel was full (a rendezvous: before
+    /// the receiver took the value).
+    Timeout(T),
+    /// The receiver is gone.
+    Disconnected(T),
+    /// Called outside a process on a full channel: there is no clock to
+    /// wait by and no process to park. Use `try_send`, or `send`, which
+    /// spins.
+    NotInProcess(T),
+}
+
+impl<T> SendTimeoutError<T> {
+    /// The message that was not sent.
+    pub fn into_inner(self) -> T {
+        match self {
+            SendTimeoutError::Timeout(v)
+            | SendTimeoutError::Disconnected(v)
+            | SendTimeoutError::NotInProcess(v) => v,
+        }
+    }
+}
+impl<T> From<SendError<T>> for SendTimeoutError<T> {
+    fn from(SendError(value): SendError<T>) -> Self {
+        SendTimeoutError::Disconnected(value)
+    }
+}
+impl<T> fmt::Debug for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => f.write_str("Timeout(..)"),
+            SendTimeoutError::Disconnected(_) => f.write_str("Disconnected(..)"),
+            SendTimeoutError::NotInProcess(_) => f.write_str("NotInProcess(..)"),
+        }
+    }
+}
+impl<T> fmt::Display for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => {
+                f.write_str("timed out waiting to send on a channel (the message is returned)")
+            }
+            SendTimeoutError::Disconnected(_) => {
+                f.write_str("sending on a channel whose receiver is gone (the message is returned)")
+            }
+            SendTimeoutError::NotInProcess(_) => f.write_str(
+                "send_timeout called outside a process on a full channel: use try_send (the message is returned)",
+            ),
+        }
+    }
+}
+impl<T> core::error::Error for SendTimeoutError<T> {}
+
 /// Why `recv` returned no message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecvError {
     /// Every sender is gone and the channel is empty.
     Disconnected,
-    /// Called outside a process, where it cannot park: use `try_recv`.
+    /// Called outside a process on an empty channel, where it cannot park:
+    /// use `try_recv`.
     NotInProcess,
 }
 impl fmt::Display for RecvError {
@@ -185,14 +417,14 @@ impl fmt::Display for TryRecvError {
 }
 impl core::error::Error for TryRecvError {}
 
-/// Why `recv_timeout` returned no message.
+/// Why `recv_timeout` or `recv_deadline` returned no message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecvTimeoutError {
     /// The deadline passed first.
     Timeout,
     /// Every sender is gone and the channel is empty.
     Disconnected,
-    /// Called outside a process, where it cannot park.
+    /// Called outside a process on an empty channel, where it cannot park.
     NotInProcess,
 }
 impl fmt::Display for RecvTimeoutError {
@@ -209,23 +441,103 @@ impl fmt::Display for RecvTimeoutError {
 impl core::error::Error for RecvTimeoutError {}
 
 impl<T: Send> Sender<T> {
-    /// Sends `value`. Unbounded: never blocks. Bounded: parks the sending
-    /// process while the channel is full (outside a process it spins).
-    /// `Err` hands the message back when the receiver is gone.
+    /// Sends `value`. Unbounded: never blocks. Buffered: parks the sending
+    /// process while the channel is full. Rendezvous: parks until the
+    /// receiver has taken the value. Outside a process it spins instead of
+    /// parking. `Err` hands the message back when the receiver is gone (for
+    /// a rendezvous, also when it goes while the sender waits).
+    ///
+    /// ```
+    /// let (tx, rx) = smarm_core::channel();
+    /// tx.send(7).unwrap();
+    /// drop(rx);
+    /// assert_eq!(tx.send(8).unwrap_err().into_inner(), 8);
+    /// ```
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        coop::spend();
+        self.send_until(value, None).map_err(|e| SendError(e.into_inner()))
+    }
+
+    /// [`send`](Self::send), giving up after `timeout` on a full (or
+    /// rendezvous) channel. A send that completes together with the
+    /// deadline wins: room that appears, or a receiver that takes the value,
+    /// before the sender runs again is used.
+    ///
+    /// Outside a process it sends if it can without waiting and returns
+    /// `NotInProcess` otherwise.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use smarm_core::SendTimeoutError;
+    ///
+    /// let (tx, rx) = smarm_core::bounded(1);
+    /// tx.send_timeout(1, Duration::from_millis(1)).unwrap();
+    /// // Full, and no process to park: the message comes back.
+    /// match tx.send_timeout(2, Duration::from_millis(1)) {
+    ///     Err(SendTimeoutError::NotInProcess(v)) => assert_eq!(v, 2),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # drop(rx);
+    /// ```
+    pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        coop::spend();
+        match process::now() {
+            Some(now) => self.send_until(value, Some(now + timeout)),
+            None => self.send_outside(value),
+        }
+    }
+
+    /// [`send_timeout`](Self::send_timeout) with a deadline on the
+    /// runtime's clock ([`now`](crate::kernel::process::now)).
+    pub fn send_deadline(&self, value: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
+        coop::spend();
+        match process::now() {
+            Some(_) => self.send_until(value, Some(deadline)),
+            None => self.send_outside(value),
+        }
+    }
+
+    /// A timed send outside a process: one try.
+    fn send_outside(&self, value: T) -> Result<(), SendTimeoutError<T>> {
+        self.try_push(value).map_err(|e| match e {
+            TrySendError::Full(v) => SendTimeoutError::NotInProcess(v),
+            TrySendError::Disconnected(v) => SendTimeoutError::Disconnected(v),
+        })
+    }
+
+    /// Sends, waiting until `deadline` (`None`: for ever) while full.
+    /// `NotInProcess` never comes out: without a deadline it spins outside
+    /// a process, and a deadline exists only inside one.
+    fn send_until(&self, value: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
+        if self.chan.is_rendezvous() {
+            return self.send_rendezvous(value, deadline);
+        }
         let mut value = value;
         loop {
-            match self.try_send(value) {
+            match self.try_push(value) {
                 Ok(()) => return Ok(()),
-                Err(TrySendError::Disconnected(v)) => return Err(SendError(v)),
+                Err(TrySendError::Disconnected(v)) => return Err(SendTimeoutError::Disconnected(v)),
                 Err(TrySendError::Full(v)) => value = v,
             }
             // Full: register as a blocked sender and park until the
-            // receiver makes room.
+            // receiver makes room (or the deadline).
             let Ok(waker) = process::begin_wait() else {
                 smarm_arch_spin();
                 continue;
             };
+            if let Some(deadline) = deadline {
+                if process::now().is_some_and(|now| now >= deadline) {
+                    process::retire_wait();
+                    // Room first: one last try before reporting the timeout.
+                    return self.try_push(value).map_err(|e| match e {
+                        TrySendError::Full(v) => SendTimeoutError::Timeout(v),
+                        TrySendError::Disconnected(v) => SendTimeoutError::Disconnected(v),
+                    });
+                }
+                // Stamped with this wait's epoch: if room comes first, the
+                // timer fires later as a stale no-op.
+                let _ = process::wake_at(&waker, deadline);
+            }
             let mut inner = self.chan.inner.lock();
             let full = self.chan.capacity.is_some_and(|cap| inner.queue.len() >= cap);
             if !full || !inner.receiver_alive {
@@ -239,17 +551,121 @@ impl<T: Send> Sender<T> {
         }
     }
 
-    /// Sends without waiting; `Full` only on a bounded channel.
+    /// A rendezvous send: hand the value to a receiver parked in `recv`, or
+    /// offer it and park until it is taken, the receiver goes, or the
+    /// deadline passes.
+    fn send_rendezvous(&self, value: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
+        // The wait is opened before the lock, as the protocol asks; outside
+        // a process there is none and the loop below polls.
+        let waker = process::begin_wait().ok();
+        let retire = |waker: &Option<Waker>| {
+            if waker.is_some() {
+                process::retire_wait();
+            }
+        };
+        let expired = deadline.is_some_and(|deadline| process::now().is_some_and(|now| now >= deadline));
+        let ticket = {
+            let mut inner = self.chan.inner.lock();
+            if !inner.receiver_alive {
+                drop(inner);
+                retire(&waker);
+                return Err(SendTimeoutError::Disconnected(value));
+            }
+            if inner.receiving {
+                let receiver = inner.hand(value);
+                drop(inner);
+                if let Some(receiver) = receiver {
+                    receiver.wake();
+                }
+                retire(&waker);
+                return Ok(());
+            }
+            if expired {
+                drop(inner);
+                retire(&waker);
+                return Err(SendTimeoutError::Timeout(value));
+            }
+            let ticket = inner.next_ticket;
+            inner.next_ticket += 1;
+            inner.offers.push_back(Offer { ticket, value, sender: waker.clone(), handed: false });
+            let receiver = inner.receiver.take();
+            drop(inner);
+            if let Some(receiver) = receiver {
+                receiver.wake();
+            }
+            ticket
+        };
+        let mut withdraw = WithdrawOnUnwind { chan: &self.chan, ticket, armed: true };
+        let mut waker = waker;
+        loop {
+            match &waker {
+                Some(waker) => {
+                    if let Some(deadline) = deadline {
+                        // If the value is taken first, the timer fires
+                        // later as a stale no-op.
+                        let _ = process::wake_at(waker, deadline);
+                    }
+                    process::park();
+                }
+                None => smarm_arch_spin(),
+            }
+            // Woken: the value was taken, the receiver went, or the
+            // deadline passed. Look (in a new wait, in case nothing did).
+            waker = process::begin_wait().ok();
+            let expired = deadline.is_some_and(|deadline| process::now().is_some_and(|now| now >= deadline));
+            let mut inner = self.chan.inner.lock();
+            let Some(index) = inner.offers.iter().position(|offer| offer.ticket == ticket) else {
+                // Taken: delivered, whatever the deadline says.
+                drop(inner);
+                withdraw.armed = false;
+                retire(&waker);
+                return Ok(());
+            };
+            if !inner.receiver_alive || expired {
+                let alive = inner.receiver_alive;
+                let offer = inner.offers.remove(index);
+                drop(inner);
+                withdraw.armed = false;
+                retire(&waker);
+                let Some(offer) = offer else { return Ok(()) };
+                return Err(if alive {
+                    SendTimeoutError::Timeout(offer.value)
+                } else {
+                    SendTimeoutError::Disconnected(offer.value)
+                });
+            }
+            if let Some(offer) = inner.offers.get_mut(index) {
+                offer.sender = waker.clone();
+            }
+        }
+    }
+
+    /// Sends without waiting; `Full` on a full buffered channel, and on a
+    /// rendezvous unless the receiver is parked in `recv` waiting for a
+    /// message (then the value is handed to it).
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        coop::spend();
+        self.try_push(value)
+    }
+
+    /// `try_send` without spending the budget.
+    fn try_push(&self, value: T) -> Result<(), TrySendError<T>> {
         let mut inner = self.chan.inner.lock();
         if !inner.receiver_alive {
             return Err(TrySendError::Disconnected(value));
         }
-        if self.chan.capacity.is_some_and(|cap| inner.queue.len() >= cap) {
-            return Err(TrySendError::Full(value));
-        }
-        inner.queue.push_back(value);
-        let waiter = inner.receiver.take();
+        let waiter = if self.chan.is_rendezvous() {
+            if !inner.receiving {
+                return Err(TrySendError::Full(value));
+            }
+            inner.hand(value)
+        } else {
+            if self.chan.capacity.is_some_and(|cap| inner.queue.len() >= cap) {
+                return Err(TrySendError::Full(value));
+            }
+            inner.queue.push_back(value);
+            inner.receiver.take()
+        };
         drop(inner);
         if let Some(waker) = waiter {
             waker.wake();
@@ -260,6 +676,31 @@ impl<T: Send> Sender<T> {
     /// Whether the receiver is gone.
     pub fn is_closed(&self) -> bool {
         !self.chan.inner.lock().receiver_alive
+    }
+}
+
+/// Takes a rendezvous sender's offer back out of the channel if it unwinds
+/// (a stop) while the offer waits, so a value whose send never returned is
+/// not delivered later.
+struct WithdrawOnUnwind<'a, T> {
+    chan: &'a Chan<T>,
+    ticket: u64,
+    armed: bool,
+}
+
+impl<T> Drop for WithdrawOnUnwind<'_, T> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let ticket = self.ticket;
+        let offer = {
+            let mut inner = self.chan.inner.lock();
+            let index = inner.offers.iter().position(|offer| offer.ticket == ticket);
+            index.and_then(|index| inner.offers.remove(index))
+        };
+        // Outside the lock: the value may own senders of other channels.
+        drop(offer);
     }
 }
 
@@ -289,35 +730,20 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T: Send> Receiver<T> {
-    /// Takes a message without waiting.
+    /// Takes a message without waiting: a queued one, or on a rendezvous
+    /// the value of a sender waiting in `send`.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        let mut inner = self.chan.inner.lock();
-        match inner.queue.pop_front() {
-            Some(v) => {
-                let unblocked = self.take_blocked_sender(&mut inner);
-                drop(inner);
-                wake_first(unblocked);
-                Ok(v)
-            }
-            None if self.chan.senders.load(Ordering::Acquire) == 0 => Err(TryRecvError::Disconnected),
-            None => Err(TryRecvError::Empty),
-        }
-    }
-
-    /// Blocked senders of a bounded channel, to wake now that there is
-    /// room: all of them (they race for the room; the losers re-park).
-    fn take_blocked_sender(&self, inner: &mut Inner<T>) -> VecDeque<Waker> {
-        if inner.blocked_senders.is_empty() {
-            VecDeque::new()
-        } else {
-            core::mem::take(&mut inner.blocked_senders)
-        }
+        coop::spend();
+        self.poll(&|_| true)
     }
 
     /// Parks the calling process until a message arrives; `Disconnected`
-    /// once the channel is empty and every sender is gone.
+    /// once the channel is empty and every sender is gone. Outside a
+    /// process it returns a message that is already there, and
+    /// `NotInProcess` where it would have to wait.
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.recv_deadline(None).map_err(|e| match e {
+        coop::spend();
+        self.recv_matching(None, true, |_| true).map_err(|e| match e {
             RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout => RecvError::Disconnected,
             RecvTimeoutError::NotInProcess => RecvError::NotInProcess,
         })
@@ -326,12 +752,22 @@ impl<T: Send> Receiver<T> {
     /// [`recv`](Self::recv) with a deadline `timeout` from now. A message
     /// that arrives together with the deadline wins (message first).
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let now = process::now().ok_or(RecvTimeoutError::NotInProcess)?;
-        self.recv_deadline(Some(now + timeout))
+        coop::spend();
+        match process::now() {
+            Some(now) => self.recv_matching(Some(now + timeout), true, |_| true),
+            None => self.poll(&|_| true).map_err(|e| match e {
+                TryRecvError::Empty => RecvTimeoutError::NotInProcess,
+                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            }),
+        }
     }
 
-    fn recv_deadline(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        self.recv_matching(deadline, |_| true)
+    /// [`recv`](Self::recv) with a deadline on the runtime's clock
+    /// ([`now`](crate::kernel::process::now)). A message that arrives
+    /// together with the deadline wins.
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        coop::spend();
+        self.recv_matching(Some(deadline), true, |_| true)
     }
 
     /// Takes the first queued message (front to back) for which `pred`
@@ -341,7 +777,8 @@ impl<T: Send> Receiver<T> {
     /// `pred` runs under the channel lock: keep it cheap and pure, and
     /// never touch a channel from it.
     pub fn recv_match(&self, pred: impl Fn(&T) -> bool) -> Result<T, RecvError> {
-        self.recv_matching(None, pred).map_err(|e| match e {
+        coop::spend();
+        self.recv_matching(None, false, pred).map_err(|e| match e {
             RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout => RecvError::Disconnected,
             RecvTimeoutError::NotInProcess => RecvError::NotInProcess,
         })
@@ -349,13 +786,19 @@ impl<T: Send> Receiver<T> {
 
     /// [`recv_match`](Self::recv_match) without waiting.
     pub fn try_recv_match(&self, pred: impl Fn(&T) -> bool) -> Result<T, TryRecvError> {
+        coop::spend();
+        self.poll(&pred)
+    }
+
+    /// `try_recv_match` without spending the budget.
+    fn poll(&self, pred: &impl Fn(&T) -> bool) -> Result<T, TryRecvError> {
         let mut inner = self.chan.inner.lock();
-        if let Some(i) = inner.queue.iter().position(&pred) {
-            let v = inner.queue.remove(i).expect("position is in range");
-            let unblocked = self.take_blocked_sender(&mut inner);
+        // The receiver is looking, so it is not parked in recv.
+        inner.receiving = false;
+        if let Some((value, wakes)) = inner.take_matching(pred) {
             drop(inner);
-            wake_first(unblocked);
-            return Ok(v);
+            wakes.wake();
+            return Ok(value);
         }
         if self.chan.senders.load(Ordering::Acquire) == 0 {
             Err(TryRecvError::Disconnected)
@@ -364,24 +807,28 @@ impl<T: Send> Receiver<T> {
         }
     }
 
+    /// The receive loop. `any`: `pred` accepts every message, so a
+    /// rendezvous sender may hand its value over while this parks.
     fn recv_matching(
         &self,
         deadline: Option<Instant>,
+        any: bool,
         pred: impl Fn(&T) -> bool,
     ) -> Result<T, RecvTimeoutError> {
         // Fast path: no wait is opened when a message is already there.
-        match self.try_recv_match(&pred) {
+        match self.poll(&pred) {
             Ok(v) => return Ok(v),
             Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
             Err(TryRecvError::Empty) => {}
         }
+        let accept_hand = any && self.chan.is_rendezvous();
         loop {
             let waker = process::begin_wait().map_err(|_| RecvTimeoutError::NotInProcess)?;
             if let Some(deadline) = deadline {
                 if process::now().is_some_and(|now| now >= deadline) {
                     process::retire_wait();
                     // Message first: one last look before reporting the timeout.
-                    return match self.try_recv_match(&pred) {
+                    return match self.poll(&pred) {
                         Ok(v) => Ok(v),
                         Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
                         Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
@@ -393,16 +840,15 @@ impl<T: Send> Receiver<T> {
             }
             {
                 let mut inner = self.chan.inner.lock();
-                if let Some(i) = inner.queue.iter().position(&pred) {
-                    let v = inner.queue.remove(i).expect("position is in range");
-                    let unblocked = self.take_blocked_sender(&mut inner);
+                inner.receiving = false;
+                if let Some((value, wakes)) = inner.take_matching(&pred) {
                     drop(inner);
-                    // Wake the blocked senders before retire_wait, which
-                    // raises a stop requested since begin_wait: unwinding
-                    // past them would leave them parked for good.
-                    wake_first(unblocked);
+                    // Wake the senders before retire_wait, which raises a
+                    // stop requested since begin_wait: unwinding past them
+                    // would leave them parked for good.
+                    wakes.wake();
                     process::retire_wait();
-                    return Ok(v);
+                    return Ok(value);
                 }
                 if self.chan.senders.load(Ordering::Acquire) == 0 {
                     drop(inner);
@@ -414,12 +860,17 @@ impl<T: Send> Receiver<T> {
                     "two processes receive on one channel"
                 );
                 inner.receiver = Some(waker);
+                inner.receiving = accept_hand;
             }
+            // A stop raised out of the park must not leave `receiving` set
+            // with nobody parked: a sender would hand its value to no one.
+            let mut unhand = StopReceivingOnUnwind { chan: &self.chan, armed: accept_hand };
             // Woken by a sender (a message, or the last sender's drop) or by
             // the timer. The wake consumed the wait, so look without opening
             // a new one; only if nothing is there does the loop wait again.
             process::park();
-            match self.try_recv_match(&pred) {
+            unhand.armed = false;
+            match self.poll(&pred) {
                 Ok(v) => return Ok(v),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) => {}
@@ -427,40 +878,162 @@ impl<T: Send> Receiver<T> {
         }
     }
 
+    /// A blocking iterator: [`recv`](Self::recv) until every sender is gone
+    /// and the channel is empty (or, outside a process, until it would
+    /// wait).
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { receiver: self }
+    }
+
+    /// A non-blocking iterator: [`try_recv`](Self::try_recv) until the
+    /// channel is empty now.
+    ///
+    /// ```
+    /// let (tx, rx) = smarm_core::channel();
+    /// tx.send(1).unwrap();
+    /// tx.send(2).unwrap();
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 2]);
+    /// // The senders are still there: nothing now, more later.
+    /// assert_eq!(rx.try_iter().next(), None);
+    /// tx.send(3).unwrap();
+    /// assert_eq!(rx.try_iter().next(), Some(3));
+    /// ```
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { receiver: self }
+    }
+
     /// Whether every sender is gone (messages may still be queued).
     pub fn senders_gone(&self) -> bool {
         self.chan.senders.load(Ordering::Acquire) == 0
     }
 
-    /// Messages queued now.
+    /// Messages a `try_recv` could take now: those queued, and on a
+    /// rendezvous the values of the senders waiting in `send`.
     pub fn len(&self) -> usize {
-        self.chan.inner.lock().queue.len()
+        let inner = self.chan.inner.lock();
+        inner.queue.len() + inner.offers.len()
     }
 
-    /// Whether no message is queued now.
+    /// Whether `try_recv` would find nothing now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
-/// Wakes blocked senders after the lock is released.
-fn wake_first(wakers: VecDeque<Waker>) {
-    for waker in wakers {
-        waker.wake();
+/// Clears a rendezvous receiver's `receiving` if it unwinds out of its park.
+struct StopReceivingOnUnwind<'a, T> {
+    chan: &'a Chan<T>,
+    armed: bool,
+}
+
+impl<T> Drop for StopReceivingOnUnwind<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.chan.inner.lock().receiving = false;
+        }
+    }
+}
+
+/// A blocking iterator over a [`Receiver`]'s messages: [`Receiver::iter`].
+pub struct Iter<'a, T> {
+    receiver: &'a Receiver<T>,
+}
+
+/// A non-blocking iterator over the messages there now:
+/// [`Receiver::try_iter`].
+pub struct TryIter<'a, T> {
+    receiver: &'a Receiver<T>,
+}
+
+/// A blocking iterator that owns its [`Receiver`]: `for m in receiver`.
+pub struct IntoIter<T> {
+    receiver: Receiver<T>,
+}
+
+impl<T> fmt::Debug for Iter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter").finish_non_exhaustive()
+    }
+}
+impl<T> fmt::Debug for TryIter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TryIter").finish_non_exhaustive()
+    }
+}
+impl<T> fmt::Debug for IntoIter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntoIter").finish_non_exhaustive()
+    }
+}
+
+impl<T: Send> Iterator for Iter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.receiver.recv().ok()
+    }
+}
+
+impl<T: Send> Iterator for TryIter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.receiver.try_recv().ok()
+    }
+}
+
+impl<T: Send> Iterator for IntoIter<T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.receiver.recv().ok()
+    }
+}
+
+impl<'a, T: Send> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+impl<T: Send> IntoIterator for Receiver<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter { receiver: self }
     }
 }
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let (queue, blocked) = {
+        let (queue, handed, offerers, blocked) = {
             let mut inner = self.chan.inner.lock();
             inner.receiver_alive = false;
             inner.receiver = None;
-            (core::mem::take(&mut inner.queue), core::mem::take(&mut inner.blocked_senders))
+            inner.receiving = false;
+            // Offers whose senders wait stay for them to take back (their
+            // sends return the value); handed ones go with the receiver,
+            // like queued messages.
+            let mut handed = VecDeque::new();
+            let mut offerers = VecDeque::new();
+            if !inner.offers.is_empty() {
+                let offers = core::mem::take(&mut inner.offers);
+                for offer in offers {
+                    if offer.handed {
+                        handed.push_back(offer.value);
+                    } else {
+                        if let Some(waker) = &offer.sender {
+                            offerers.push_back(waker.clone());
+                        }
+                        inner.offers.push_back(offer);
+                    }
+                }
+            }
+            (core::mem::take(&mut inner.queue), handed, offerers, core::mem::take(&mut inner.blocked_senders))
         };
         // Outside the lock: messages may own senders of other channels.
         drop(queue);
-        for waker in blocked {
+        drop(handed);
+        for waker in blocked.into_iter().chain(offerers) {
             waker.wake();
         }
     }
@@ -477,15 +1050,19 @@ pub trait Selectable {
     fn register(&self, waker: &Waker) -> bool;
 }
 
+/// On a rendezvous channel an arm is ready while a sender waits in `send`
+/// (or every sender is gone).
 impl<T: Send> Selectable for Receiver<T> {
     fn is_ready(&self) -> bool {
         let inner = self.chan.inner.lock();
-        !inner.queue.is_empty() || Chan::disconnected(&inner, self.chan.senders.load(Ordering::Acquire))
+        inner.has_message() || Chan::disconnected(&inner, self.chan.senders.load(Ordering::Acquire))
     }
 
     fn register(&self, waker: &Waker) -> bool {
         let mut inner = self.chan.inner.lock();
-        if !inner.queue.is_empty() || self.chan.senders.load(Ordering::Acquire) == 0 {
+        // A select takes no message itself: no sender may hand one over.
+        inner.receiving = false;
+        if inner.has_message() || self.chan.senders.load(Ordering::Acquire) == 0 {
             return true;
         }
         inner.receiver = Some(waker.clone());

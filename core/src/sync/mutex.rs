@@ -96,8 +96,16 @@ impl<T> Mutex<T> {
 }
 
 impl<T: ?Sized> Mutex<T> {
-    /// Takes the lock if it is free.
+    /// Takes the lock if it is free. Spends one unit of the cooperative
+    /// budget ([`kernel::coop`](crate::kernel::coop)).
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        crate::kernel::coop::spend();
+        self.try_acquire()
+    }
+
+    /// `try_lock` without spending the budget (the blocking paths spend
+    /// once per call, not once per attempt).
+    fn try_acquire(&self) -> Option<MutexGuard<'_, T>> {
         let mut st = self.state.lock();
         if st.locked {
             None
@@ -108,13 +116,14 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Takes the lock, parking the process while another holds it. Outside
-    /// a process it spins.
+    /// a process it spins. Spends one unit of the cooperative budget.
     pub fn lock(&self) -> MutexGuard<'_, T> {
+        crate::kernel::coop::spend();
         loop {
             match self.lock_until(None) {
                 Ok(guard) => return guard,
                 Err(LockError::NotInProcess) => {
-                    if let Some(guard) = self.try_lock() {
+                    if let Some(guard) = self.try_acquire() {
                         return guard;
                     }
                     use smarm_arch::Arch;
@@ -125,9 +134,11 @@ impl<T: ?Sized> Mutex<T> {
         }
     }
 
-    /// Takes the lock, giving up after `timeout`.
+    /// Takes the lock, giving up after `timeout`. Spends one unit of the
+    /// cooperative budget.
     pub fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard<'_, T>, LockError> {
-        if let Some(guard) = self.try_lock() {
+        crate::kernel::coop::spend();
+        if let Some(guard) = self.try_acquire() {
             return Ok(guard);
         }
         let now = process::now().ok_or(LockError::NotInProcess)?;
@@ -135,7 +146,7 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     fn lock_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, T>, LockError> {
-        if let Some(guard) = self.try_lock() {
+        if let Some(guard) = self.try_acquire() {
             return Ok(guard);
         }
         loop {

@@ -105,8 +105,11 @@ fn wait<'a>(
 /// containers that change between waits (a vector of monitors, say)
 /// without borrowing them across those changes.
 ///
-/// A wait returns the key of the lowest-priority-index ready arm; then
-/// `try_recv` on that arm returns at once. A closed arm is ready forever:
+/// A wait returns the key of the first ready arm in priority order; then
+/// `try_recv` on that arm returns at once — except on a rendezvous channel
+/// whose waiting sender was stopped in between and withdrew its value:
+/// treat `Empty` there as a spurious wake and wait again. A closed arm is
+/// ready forever:
 /// `remove` it once seen closed, or it starves every arm after it.
 ///
 /// ```no_run

@@ -80,7 +80,12 @@ fn raise_stop() -> ! {
 
 /// The hooks every runtime in the image installs (the core keeps the first
 /// set it is given; every runtime passes this same one).
-static HOOKS: HostHooks = HostHooks { get_current, set_current, run_process, raise_stop };
+/// Nothing unwinds on this host.
+fn unwinding() -> bool {
+    false
+}
+
+static HOOKS: HostHooks = HostHooks { get_current, set_current, run_process, raise_stop, unwinding };
 
 /// The [`Platform`] the runtimes hold: forwards to the image's static
 /// [`PLATFORM`] (the runtime wants an `Arc<dyn Platform>`, the console and
