@@ -19,7 +19,7 @@ use smarm_arch::aarch64_bare::core_index;
 use smarm_arch::{Arch, Native};
 use smarm_core::{
     channel, current_runtime, link, monitor, now, register, request_stop, select_timeout, sleep, spawn,
-    spawn_on, trap_exit, unregister, whereis, yield_now, ExitReason, ExitSignal, Instant, JoinError,
+    spawn_on, trap_exit, unregister, whereis, yield_now, Config, ExitReason, ExitSignal, Instant, JoinError,
     JoinHandle, Pid, Receiver, RegisterError, Runtime,
 };
 use smarm_platform::bare::Board;
@@ -43,7 +43,15 @@ fn with_runtime<F>(root: F) -> Result<(), String>
 where
     F: FnOnce() -> Result<(), String> + Send + 'static,
 {
-    let mut single = host::runtime(host::config())?;
+    with_runtime_in(host::config(), root)
+}
+
+/// [`with_runtime`] with a configuration of the scenario's own.
+fn with_runtime_in<F>(config: Config, root: F) -> Result<(), String>
+where
+    F: FnOnce() -> Result<(), String> + Send + 'static,
+{
+    let mut single = host::runtime(config)?;
     let runtime: Runtime = single.runtime().clone();
     let (verdict_tx, verdict_rx) = channel::<Result<(), String>>();
     let handle = runtime
@@ -94,7 +102,10 @@ fn millis(duration: Duration) -> String {
 /// its number, and the squares are summed and checked.
 pub fn spawn_join() -> Result<(), String> {
     const PROCESSES: u64 = 1_000;
-    with_runtime(|| {
+    // All of them alive at once: the spawning loop must not yield, so the
+    // cooperative budget (which a spawn spends) is off here.
+    let config = Config { coop_budget: 0, ..host::config() };
+    with_runtime_in(config, || {
         let start = Native::timestamp();
         let mut handles = Vec::with_capacity(PROCESSES as usize);
         for number in 0..PROCESSES {
