@@ -29,10 +29,14 @@ extern crate alloc;
 #[cfg(any(test, loom))]
 extern crate std;
 
+pub mod actor;
 pub mod kernel;
 pub mod otp;
 pub mod sync;
 
+pub use actor::{
+    spawn_actor, Actor, ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx,
+};
 pub use kernel::config::{Config, ConfigError, MAX_ACTORS, MAX_WORKERS, MIN_STACK_SIZE};
 pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use kernel::exit::ExitReason;

@@ -33,6 +33,13 @@ fn run_process(body: Box<dyn FnOnce() + Send>) -> ExitReason {
     }
 }
 
+fn catch_panic(f: &mut dyn FnMut()) -> Option<String> {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(()) => None,
+        Err(payload) => Some(panic_message(&*payload)),
+    }
+}
+
 fn raise_stop() -> ! {
     panic::resume_unwind(Box::new(StopSentinel))
 }
@@ -49,8 +56,14 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// The hooks every hosted runtime installs.
-pub(crate) static HOOKS: HostHooks =
-    HostHooks { get_current, set_current, run_process, raise_stop, unwinding: std::thread::panicking };
+pub(crate) static HOOKS: HostHooks = HostHooks {
+    get_current,
+    set_current,
+    run_process,
+    raise_stop,
+    unwinding: std::thread::panicking,
+    catch_panic,
+};
 
 /// Installs (once per process image) a panic hook that names the process
 /// before the previous hook prints its usual report, whose "thread" line

@@ -42,12 +42,15 @@ mod context;
 mod engine;
 mod host;
 pub mod io;
+mod stepper;
 
 use std::sync::Arc;
 
 pub use alloc::PreemptingAlloc;
 pub use engine::{Builder, Engine};
 pub use host::StopSentinel;
+/// Handler actors (re-exported from `smarm-core`).
+pub use smarm_core::actor;
 pub use smarm_core::otp::local::ActorLocal;
 /// Supervisors and gen_server (re-exported from `smarm-core`).
 pub use smarm_core::otp::{gen_server, supervisor};
@@ -66,10 +69,14 @@ pub use smarm_core::{
     SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
 };
 pub use smarm_core::{
+    spawn_actor, Actor, ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx,
+};
+pub use smarm_core::{
     CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,
     StartError, Strategy, Supervisor, SupervisorError, SupervisorRef, TerminateReason, Watcher,
 };
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
+pub use stepper::Stepper;
 
 use smarm_platform::linux::LinuxPlatform;
 

@@ -16,6 +16,11 @@ pub struct Config {
     /// Maximum processes resumed in one pass of one worker; `0` means
     /// unlimited. Default 64. A process runs until it parks, yields or exits.
     pub process_budget: usize,
+    /// Maximum mailbox entries one handler actor handles in one pass of its
+    /// worker; `0` means unlimited. Default 64. An actor with more left is
+    /// runnable again on the next pass, after every other runnable actor
+    /// of its worker has had its turn.
+    pub actor_message_budget: usize,
     /// Size of the slab: the most processes alive at once. Default 16,384.
     /// Spawning beyond it is `SpawnError::Full`.
     pub max_actors: usize,
@@ -70,6 +75,7 @@ impl Default for Config {
             worker_count: 1,
             worker_ingress_budget: 256,
             process_budget: 64,
+            actor_message_budget: 64,
             max_actors: 16_384,
             stack_size: 256 * 1024,
             stack_pool_max: None,

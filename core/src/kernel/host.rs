@@ -35,6 +35,12 @@ pub struct HostHooks {
     /// the program. Hosted: `std::thread::panicking`. A host without
     /// unwinding returns `false`.
     pub unwinding: fn() -> bool,
+    /// Runs a handler actor's work and reports a panic in it: `None` if
+    /// `f` returned, `Some(message)` if it panicked. Hosted: under
+    /// `catch_unwind`. A host without unwinding calls `f` and returns
+    /// `None`; a panic there never comes back (its panic handler decides
+    /// what happens to the worker).
+    pub catch_panic: fn(&mut dyn FnMut()) -> Option<alloc::string::String>,
 }
 
 static HOOKS: crate::kernel::once::OnceRef<HostHooks> = crate::kernel::once::OnceRef::new();

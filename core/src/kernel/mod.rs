@@ -19,6 +19,7 @@ pub mod host;
 pub mod join;
 pub(crate) mod once;
 pub mod pid;
+pub(crate) mod plugin;
 pub mod preempt;
 pub mod process;
 #[cfg(all(test, loom))]

@@ -17,7 +17,7 @@ use core::cell::UnsafeCell;
 use smarm_arch::Context;
 use smarm_platform::Stack;
 
-use crate::kernel::atomic::{AtomicU8, AtomicUsize, Ordering};
+use crate::kernel::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::spin::RuntimeMutex;
@@ -48,6 +48,9 @@ pub(crate) struct SlotBody {
     /// The body's return value, stashed as its last act, until the exit
     /// moves it to `Cold::value`.
     pub(crate) value: Option<Box<dyn Any + Send>>,
+    /// The stackless body's state, owned by the plugin of the slot's
+    /// worker; installed by that worker after the spawn.
+    pub(crate) cell: Option<Box<dyn Any + Send>>,
 }
 
 impl Default for SlotBody {
@@ -59,6 +62,7 @@ impl Default for SlotBody {
             locals: Vec::new(),
             low_water: usize::MAX,
             value: None,
+            cell: None,
         }
     }
 }
@@ -109,6 +113,10 @@ pub(crate) struct Slot {
     /// (whose Release publishes it) and constant while the slot is live.
     pub(crate) worker: AtomicUsize,
     pub(crate) stop: AtomicU8,
+    /// The slot holds a stackless body (a handler actor): no stack, no
+    /// context; its worker's plugin runs it (`kernel::plugin`). Written
+    /// before the spawn's claim, like `worker`, and constant while live.
+    pub(crate) stackless: AtomicBool,
     pub(crate) body: UnsafeCell<SlotBody>,
     pub(crate) cold: RuntimeMutex<Cold>,
 }
@@ -129,6 +137,7 @@ impl Slot {
             state: StateWord::new(1),
             worker: AtomicUsize::new(0),
             stop: AtomicU8::new(STOP_NONE),
+            stackless: AtomicBool::new(false),
             body: UnsafeCell::new(SlotBody::default()),
             cold: RuntimeMutex::leaf(Cold::default()),
         }
@@ -146,6 +155,7 @@ impl Slot {
         unsafe { *self.body.get() = SlotBody::default() };
         *cold = Cold::default();
         self.stop.store(STOP_NONE, Ordering::Relaxed);
+        self.stackless.store(false, Ordering::Relaxed);
         self.worker.store(0, Ordering::Relaxed);
     }
 

@@ -20,6 +20,7 @@
 //! ```text
 //! transition    made by        from                                to
 //! claim         spawner        Vacant(g, e)                        Queued(g, e)
+//! claim_parked  spawner        Vacant(g, e)                        Parked(g, e)   (stackless)
 //! begin_run     worker         Queued(g, e)                        Running(g, e)
 //! begin_wait    owner          Running | RunningNotified (g, e)    Running(g, e+1), returns e+1
 //! park          owner          Running(g, e)                       Parked(g, e)              Park::Parked
@@ -379,6 +380,23 @@ impl StateWord {
                 Ok((next, Ok(next)))
             } else {
                 Err(Err(Rejected { transition: "claim", generation, found: current }))
+            }
+        })
+    }
+
+    /// `Vacant(g)` → `Parked(g, e)`: a spawn takes the slot for a stackless
+    /// body (a handler actor), which sits `Parked` whenever its worker is
+    /// not running it. Nothing is enqueued: only the wildcard wake of a
+    /// stop (or the body's own end) ever queues it.
+    ///
+    /// Rejected unless the slot is vacant and awaiting exactly `generation`.
+    pub fn claim_parked(&self, generation: u32) -> Result<Snapshot, Rejected> {
+        self.transition(|current| {
+            if current.is(generation, State::Vacant) {
+                let next = current.with_state(State::Parked);
+                Ok((next, Ok(next)))
+            } else {
+                Err(Err(Rejected { transition: "claim_parked", generation, found: current }))
             }
         })
     }

@@ -8,9 +8,11 @@
 //! runs, the suspended `try_tick` frame keeps only that pointer, and the
 //! process reaches the core through the `current` module.
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
-use core::cell::{Cell, RefCell, UnsafeCell};
+use core::any::Any;
+use core::cell::{Cell, OnceCell, RefCell, UnsafeCell};
 use core::fmt;
 use core::ptr::{self, NonNull};
 
@@ -22,6 +24,7 @@ use crate::kernel::atomic::{AtomicU64, Ordering};
 use crate::kernel::current;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
+use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::PreemptState;
 use crate::kernel::runtime::{Admin, Shared};
 use crate::kernel::slab::SlotBody;
@@ -89,6 +92,9 @@ impl WorkerStats {
     }
 }
 
+/// The runtime's plugin and one worker's state for it.
+type PluginOnWorker = (Arc<dyn WorkerPlugin>, Box<dyn Any>);
+
 /// The mutable state of one worker.
 ///
 /// Reached through shared references only (the pass, and the process it
@@ -124,6 +130,9 @@ pub(crate) struct WorkerCore {
     pub(crate) coop_budget: Cell<u32>,
     stats: RefCell<StatsSnapshot>,
     live_here: Cell<u64>,
+    /// The runtime's worker plugin and this worker's state for it, set on
+    /// the first pass after the plugin is installed.
+    plugin: OnceCell<PluginOnWorker>,
 }
 
 impl WorkerCore {
@@ -142,6 +151,23 @@ impl WorkerCore {
         self.preempt.disable();
         self.ready.borrow_mut().push_back(index);
         self.preempt.enable();
+    }
+
+    /// This worker's state for the runtime's plugin, if it has made it.
+    #[inline]
+    pub(crate) fn plugin_state(&self) -> Option<&dyn Any> {
+        self.plugin().map(|(_, state)| &**state)
+    }
+
+    /// The plugin and this worker's state for it, made now if the plugin
+    /// was installed since the last pass.
+    fn plugin(&self) -> Option<&PluginOnWorker> {
+        if let Some(plugin) = self.plugin.get() {
+            return Some(plugin);
+        }
+        let plugin = self.shared.plugin()?.clone();
+        let state = plugin.worker_state(&self.shared, self.id);
+        Some(self.plugin.get_or_init(|| (plugin, state)))
     }
 
     /// Adds a process spawned by the worker's own driver to its ready queue.
@@ -194,6 +220,7 @@ impl Worker {
             coop_budget: Cell::new(0),
             stats: RefCell::new(StatsSnapshot::default()),
             live_here: Cell::new(0),
+            plugin: OnceCell::new(),
         });
         Worker { core: NonNull::from(alloc::boxed::Box::leak(core)) }
     }
@@ -303,7 +330,12 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
         did = true;
     }
 
-    // 4. Statistics.
+    // 4. The plugin's share (handler actors).
+    if let Some((plugin, state)) = core.plugin() {
+        did |= plugin.pass(shared, id, &**state, budget);
+    }
+
+    // 5. Statistics.
     let ready = core.ready.borrow().len() as u64;
     let mut stats = core.stats.borrow_mut();
     stats.passes += 1;
@@ -327,6 +359,10 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     let generation = slot.generation();
     let began = slot.state.begin_run(generation);
     debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
+    if slot.stackless.load(Ordering::Relaxed) {
+        run_stackless(core, shared, Pid::from_parts(index, generation));
+        return;
+    }
     core.running.set(Some((index, generation)));
     // A resumed process has no open wait: a park ended it, a yield never
     // had one.
@@ -364,6 +400,30 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
             core.stats.borrow_mut().exited += 1;
             core.live_here.set(core.live_here.get().saturating_sub(1));
             shared.finalize(index, generation);
+        }
+    }
+}
+
+/// A stackless body (a handler actor) was queued — only a stop request or
+/// its plugin's own end does that — and is now `Running`: the plugin says
+/// whether it ends; if not, it goes back to `Parked`.
+fn run_stackless(core: &WorkerCore, shared: &Shared, pid: Pid) {
+    let slot = shared.slot_of(pid);
+    loop {
+        let end = match core.plugin() {
+            Some((plugin, state)) => plugin.woken(shared, &**state, pid),
+            // Only a plugin makes stackless slots; none here means its
+            // body can never run: end it.
+            None => Some(ExitReason::Stopped),
+        };
+        if let Some(reason) = end {
+            shared.finish_stackless(pid, reason);
+            return;
+        }
+        // Back to Parked, unless a wake landed meanwhile: then ask again.
+        let _ = slot.state.begin_wait(pid.generation());
+        if slot.state.park(pid.generation()) == crate::kernel::state::Park::Parked {
+            return;
         }
     }
 }

@@ -50,11 +50,32 @@ pub struct ExitSignal {
     pub reason: ExitReason,
 }
 
+/// Where a trapping process's exit signals go: the receiver
+/// [`trap_exit`] returned, or a callback of a layer above (a handler
+/// actor's mailbox).
+#[derive(Clone)]
+pub(crate) enum Trap {
+    Channel(Sender<ExitSignal>),
+    Hook(Arc<dyn Fn(ExitSignal) + Send + Sync>),
+}
+
+impl Trap {
+    fn deliver(&self, signal: ExitSignal) {
+        match self {
+            // A trapper that has dropped its receiver gets nothing.
+            Trap::Channel(tx) => {
+                let _ = tx.send(signal);
+            }
+            Trap::Hook(hook) => hook(signal),
+        }
+    }
+}
+
 /// One process's side of its links.
 #[derive(Default)]
 struct Entry {
     peers: Vec<Pid>,
-    trap: Option<Sender<ExitSignal>>,
+    trap: Option<Trap>,
 }
 
 /// The runtime's link table (an extension slot).
@@ -114,7 +135,7 @@ impl Links {
                 Some(entry) => {
                     entry.peers.retain(|p| *p != dead);
                     match (&entry.trap, reason.is_abnormal()) {
-                        (Some(tx), _) => Action::Signal(tx.clone()),
+                        (Some(trap), _) => Action::Signal(trap.clone()),
                         (None, false) => Action::Nothing,
                         (None, true) => Action::Stop,
                     }
@@ -123,9 +144,7 @@ impl Links {
         };
         match action {
             Action::Nothing => {}
-            Action::Signal(tx) => {
-                let _ = tx.send(ExitSignal { from: dead, reason: reason.clone() });
-            }
+            Action::Signal(trap) => trap.deliver(ExitSignal { from: dead, reason: reason.clone() }),
             Action::Stop => {
                 let linked = ExitReason::Linked { peer: dead, reason: Box::new(reason.clone()) };
                 let _ = shared.request_stop_with(peer, Some(linked));
@@ -156,7 +175,7 @@ impl Links {
     }
 
     /// The trap sender of `pid`, if it traps exits.
-    fn trap_of(&self, pid: Pid) -> Option<Sender<ExitSignal>> {
+    fn trap_of(&self, pid: Pid) -> Option<Trap> {
         self.entries.lock().get(&pid).and_then(|entry| entry.trap.clone())
     }
 
@@ -169,12 +188,12 @@ impl Links {
         }
     }
 
-    fn set_trap(self: &Arc<Self>, shared: &Shared, pid: Pid, tx: Sender<ExitSignal>) -> Result<(), NoProc> {
+    fn set_trap(self: &Arc<Self>, shared: &Shared, pid: Pid, trap: Option<Trap>) -> Result<(), NoProc> {
         self.ensure_entry(shared, pid)?;
         let previous = {
             let mut entries = self.entries.lock();
             let entry = entries.get_mut(&pid).ok_or(NoProc(pid))?;
-            entry.trap.replace(tx)
+            core::mem::replace(&mut entry.trap, trap)
         };
         // Outside the table lock (a sender's drop may take a channel lock).
         drop(previous);
@@ -185,7 +204,7 @@ impl Links {
 /// What a death does to one linked peer.
 enum Action {
     Nothing,
-    Signal(Sender<ExitSignal>),
+    Signal(Trap),
     Stop,
 }
 
@@ -206,8 +225,13 @@ impl Runtime {
     /// instead of stopping it. Calling it again replaces the receiver.
     pub fn trap_exit(&self, pid: Pid) -> Result<Receiver<ExitSignal>, NoProc> {
         let (tx, rx) = channel();
-        Links::of(&self.shared).set_trap(&self.shared, pid, tx)?;
+        Links::of(&self.shared).set_trap(&self.shared, pid, Some(Trap::Channel(tx)))?;
         Ok(rx)
+    }
+
+    /// Makes `pid` trap exits into `trap` (`None`: stop trapping).
+    pub(crate) fn set_trap(&self, pid: Pid, trap: Option<Trap>) -> Result<(), NoProc> {
+        Links::of(&self.shared).set_trap(&self.shared, pid, trap)
     }
 }
 
@@ -232,9 +256,8 @@ impl Runtime {
             _ => Links::of(&self.shared).trap_of(target),
         };
         match (trap, reason) {
-            (Some(tx), reason) => {
-                // A trapper that has dropped its receiver gets nothing.
-                let _ = tx.send(ExitSignal { from, reason });
+            (Some(trap), reason) => {
+                trap.deliver(ExitSignal { from, reason });
                 Ok(())
             }
             (None, ExitReason::Normal) => Ok(()),

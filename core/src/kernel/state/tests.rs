@@ -64,6 +64,22 @@ fn claim() {
 }
 
 #[test]
+fn claim_parked_takes_a_vacant_slot_straight_to_parked() {
+    let w = StateWord::new(G);
+    assert_eq!(w.claim_parked(G), Ok(snap(G, 0, State::Parked)));
+    // Only the wildcard wake queues it; a stamped wake of another epoch
+    // does not.
+    assert_eq!(w.unpark_at(G, 7), Unpark::Stale);
+    assert_eq!(w.unpark(G), Unpark::Enqueue);
+    assert!(w.snapshot().is(G, State::Queued));
+    // Not twice, and not with a stale generation.
+    let fresh = StateWord::new(G);
+    assert!(fresh.claim_parked(G + 1).is_err());
+    assert!(fresh.claim(G).is_ok());
+    assert!(fresh.claim_parked(G).is_err());
+}
+
+#[test]
 fn claim_rejects_wrong_generation_and_non_vacant() {
     let w = StateWord::new(G);
     let err = w.claim(G + 1).unwrap_err();

@@ -1,0 +1,152 @@
+//! An actor's cell: the actor value, its mailbox and lifecycle flags, kept
+//! in its slot and touched only by its worker's driver.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use core::any::Any;
+
+use crate::actor::system::Env;
+use crate::actor::{Actor, Ctx};
+use crate::kernel::exit::ExitReason;
+use crate::kernel::pid::Pid;
+use crate::otp::link::ExitSignal;
+use crate::otp::monitor::Down;
+
+/// A mailbox entry: a message, or a signal from the runtime.
+pub(crate) enum Item<M> {
+    Msg(M),
+    Signal(Signal),
+}
+
+/// What the runtime tells an actor through its mailbox, in order with its
+/// messages.
+#[derive(Debug)]
+pub(crate) enum Signal {
+    /// A monitored pid died.
+    Down(Down),
+    /// A linked pid died (the actor traps exits), or an exit signal.
+    Exit(ExitSignal),
+    /// Stop once the messages before this one are handled.
+    Stop(ExitReason),
+}
+
+/// What one run of an actor did.
+pub(crate) struct Ran {
+    /// Mailbox entries taken.
+    pub(crate) handled: usize,
+    /// The actor ends with this reason (its `on_stop` has run).
+    pub(crate) end: Option<ExitReason>,
+}
+
+/// A cell with its actor type erased.
+pub(crate) trait ErasedCell: Send {
+    /// The mailbox, a `VecDeque<Item<A::Msg>>`.
+    fn mailbox(&mut self) -> &mut dyn Any;
+    /// Appends a signal.
+    fn push_signal(&mut self, signal: Signal);
+    /// Entries waiting.
+    fn len(&self) -> usize;
+    /// In its worker's runnable list.
+    fn queued(&mut self) -> &mut bool;
+    /// Messages handled so far.
+    fn handled(&self) -> u64;
+    /// Runs `on_start` if it has not run, then up to `budget` entries.
+    fn run(&mut self, env: &Env<'_>, budget: usize) -> Ran;
+    /// Ends the actor from outside its handlers (a stop request): runs
+    /// `on_stop` once, if it started.
+    fn stop(&mut self, env: &Env<'_>, reason: &ExitReason);
+    /// Drops every waiting entry; returns how many.
+    fn clear(&mut self) -> usize;
+    /// The actor's type name.
+    fn type_name(&self) -> &'static str;
+}
+
+pub(crate) struct Cell<A: Actor> {
+    actor: A,
+    pid: Pid,
+    mailbox: VecDeque<Item<A::Msg>>,
+    started: bool,
+    stopped: bool,
+    queued: bool,
+    handled: u64,
+}
+
+impl<A: Actor> Cell<A> {
+    pub(crate) fn boxed(pid: Pid, actor: A) -> Box<dyn ErasedCell> {
+        Box::new(Cell {
+            actor,
+            pid,
+            mailbox: VecDeque::new(),
+            started: false,
+            stopped: false,
+            queued: false,
+            handled: 0,
+        })
+    }
+}
+
+impl<A: Actor> ErasedCell for Cell<A> {
+    fn mailbox(&mut self) -> &mut dyn Any {
+        &mut self.mailbox
+    }
+
+    fn push_signal(&mut self, signal: Signal) {
+        self.mailbox.push_back(Item::Signal(signal));
+    }
+
+    fn len(&self) -> usize {
+        self.mailbox.len()
+    }
+
+    fn queued(&mut self) -> &mut bool {
+        &mut self.queued
+    }
+
+    fn handled(&self) -> u64 {
+        self.handled
+    }
+
+    fn run(&mut self, env: &Env<'_>, budget: usize) -> Ran {
+        let mut ctx = Ctx::new(env, self.pid);
+        let mut handled = 0;
+        if !self.started {
+            self.started = true;
+            self.actor.on_start(&mut ctx);
+        }
+        while ctx.stop.is_none() && handled < budget {
+            let Some(item) = self.mailbox.pop_front() else { break };
+            handled += 1;
+            self.handled += 1;
+            match item {
+                Item::Msg(msg) => self.actor.handle(&mut ctx, msg),
+                Item::Signal(Signal::Down(down)) => self.actor.handle_down(&mut ctx, down),
+                Item::Signal(Signal::Exit(signal)) => self.actor.handle_exit(&mut ctx, signal),
+                Item::Signal(Signal::Stop(reason)) => ctx.stop = Some(reason),
+            }
+        }
+        let end = ctx.stop.take();
+        if let Some(reason) = &end {
+            self.stopped = true;
+            self.actor.on_stop(&mut ctx, reason);
+        }
+        Ran { handled, end }
+    }
+
+    fn stop(&mut self, env: &Env<'_>, reason: &ExitReason) {
+        if self.started && !self.stopped {
+            self.stopped = true;
+            let mut ctx = Ctx::new(env, self.pid);
+            self.actor.on_stop(&mut ctx, reason);
+        }
+    }
+
+    fn clear(&mut self) -> usize {
+        let n = self.mailbox.len();
+        self.mailbox.clear();
+        n
+    }
+
+    fn type_name(&self) -> &'static str {
+        core::any::type_name::<A>()
+    }
+}

@@ -1,0 +1,570 @@
+//! Handler actors: a struct with a `handle` method per message and no
+//! stack of its own, pinned to a worker and driven by that worker's pass
+//! next to its processes.
+//!
+//! A process costs a stack; a handler actor costs its value and a mailbox,
+//! so a million of them is cheap. Both kinds are one system: an actor has
+//! a [`Pid`] like a process, so monitors, links, exit signals, the
+//! registry and supervisors see no difference.
+//!
+//! ```no_run
+//! use smarm_core::actor::{Actor, Ctx};
+//!
+//! /// Counts what it is sent and reports the total to whoever asks.
+//! struct Counter { total: u64 }
+//!
+//! enum Msg { Add(u64), Report(smarm_core::Sender<u64>) }
+//!
+//! impl Actor for Counter {
+//!     type Msg = Msg;
+//!     fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, msg: Msg) {
+//!         match msg {
+//!             Msg::Add(n) => self.total += n,
+//!             // A handler never parks: `try_send` (a reply channel is
+//!             // unbounded, so it only fails if the asker has gone).
+//!             Msg::Report(reply) => { let _ = reply.try_send(self.total); }
+//!         }
+//!     }
+//! }
+//!
+//! # fn demo(runtime: &smarm_core::Runtime) {
+//! let counter = runtime.spawn_actor(Counter { total: 0 }).unwrap();
+//! counter.send(Msg::Add(2)).unwrap();
+//! # }
+//! ```
+//!
+//! # Delivery
+//!
+//! A send from the target's own worker (a handler or a process there) is
+//! staged in the worker's `pending_local` list and reaches the mailbox at
+//! the end of the current pass — never run recursively, eligible on the
+//! next pass. A send from anywhere else (another worker, the runtime
+//! handle, a thread outside the runtime) moves one envelope into the
+//! target worker's transfer queue and wakes its driver. The message is
+//! moved, never cloned. Per (sender, target) pair, messages arrive in the
+//! order they were sent; across senders the order is unspecified. A
+//! successful send means the runtime accepted the message: a stop, a panic
+//! or a type mismatch may still keep it from being handled (each counted
+//! in the worker's statistics).
+//!
+//! # The pass
+//!
+//! Each pass of a worker, after its processes: drain the spawn, admin and
+//! transfer queues (each at most `worker_ingress_budget` entries); run
+//! each runnable actor for up to `actor_message_budget` entries; install
+//! the actors its handlers spawned; deliver `pending_local`; publish
+//! statistics. A worker with nothing to do parks like one without actors.
+//!
+//! # Lifecycle
+//!
+//! [`Actor::on_start`] runs once, before the first message;
+//! [`Ctx::stop_self`] ends the actor after the current message (what is
+//! left in the mailbox is dropped and counted) and runs
+//! [`Actor::on_stop`]; [`Addr::stop`] queues a stop behind the messages
+//! already sent; a stop request ([`Runtime::request_stop`], a linked
+//! death, an exit signal) ends it at its worker's next pass, also with
+//! `on_stop`. A panicking handler *poisons* its actor: the actor is
+//! dropped without `on_stop`, its mailbox is cleared and counted, its
+//! monitors and links are told `Panicked` with the message, and the worker
+//! and every other actor go on. (On a host without unwinding a panic does
+//! not come back to the worker; see the host's documentation.)
+//!
+//! An actor counts in [`Runtime::live`] until it ends, as a process does:
+//! a host that runs until nothing is live waits for actors too — stop them
+//! ([`Addr::stop`], [`Runtime::stop_all`]) when the program is done.
+//!
+//! # Handlers never park
+//!
+//! A handler runs on its worker's own stack, between processes: it must
+//! not block. Channel sends from a handler use `try_send`; a full bounded
+//! channel is then `TrySendError::Full` with the message handed back, and
+//! the blocking calls (`send`, `recv`, `sleep`, `lock`) return
+//! `NotInProcess`-style errors instead of parking, since no process is
+//! running. Talk to processes with unbounded channels or with messages
+//! through their actors.
+
+pub(crate) mod cell;
+pub(crate) mod envelope;
+pub(crate) mod queue;
+pub(crate) mod system;
+
+use alloc::boxed::Box;
+use core::any::TypeId;
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::actor::cell::{Cell, Signal};
+use crate::actor::envelope::Envelope;
+use crate::actor::system::{deposit, route_install, ActorSystem, Env, Install, Msg, Sig};
+use crate::kernel::atomic::Ordering;
+use crate::kernel::error::{NoProc, SpawnError};
+use crate::kernel::exit::ExitReason;
+use crate::kernel::pid::Pid;
+use crate::kernel::process;
+use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::slab::DeathHookId;
+use crate::otp::link::{ExitSignal, Trap};
+use crate::otp::monitor::{Down, MonitorId};
+use crate::otp::supervisor::Child;
+
+/// A handler actor: state plus one `handle` call per message.
+///
+/// Every method but `handle` has a no-op default. All run on the actor's
+/// worker, one at a time: an actor's state is never touched by two
+/// threads at once.
+pub trait Actor: Send + Sized + 'static {
+    /// What the actor is sent.
+    type Msg: Send + 'static;
+
+    /// Handles one message.
+    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, msg: Self::Msg);
+
+    /// Runs once, before the first message.
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let _ = ctx;
+    }
+
+    /// Runs once when the actor ends other than by panicking, with why.
+    fn on_stop(&mut self, ctx: &mut Ctx<'_, Self>, reason: &ExitReason) {
+        let _ = (ctx, reason);
+    }
+
+    /// A pid this actor monitors ([`Ctx::monitor`]) has died.
+    fn handle_down(&mut self, ctx: &mut Ctx<'_, Self>, down: Down) {
+        let _ = (ctx, down);
+    }
+
+    /// An exit signal reached this actor while it traps exits
+    /// ([`Ctx::trap_exit`]): a linked pid died abnormally, or someone
+    /// called `exit` on it. The default ignores it.
+    fn handle_exit(&mut self, ctx: &mut Ctx<'_, Self>, signal: ExitSignal) {
+        let _ = (ctx, signal);
+    }
+}
+
+/// What a handler can do besides changing its state: its own address,
+/// spawning, stopping, monitoring and linking.
+pub struct Ctx<'a, A: Actor> {
+    env: &'a Env<'a>,
+    pid: Pid,
+    pub(crate) stop: Option<ExitReason>,
+    _actor: PhantomData<fn(A)>,
+}
+
+impl<A: Actor> fmt::Debug for Ctx<'_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ctx").field("pid", &self.pid).field("worker", &self.env.local.worker).finish()
+    }
+}
+
+impl<'a, A: Actor> Ctx<'a, A> {
+    pub(crate) fn new(env: &'a Env<'a>, pid: Pid) -> Ctx<'a, A> {
+        Ctx { env, pid, stop: None, _actor: PhantomData }
+    }
+
+    /// This actor's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// This actor's address.
+    pub fn addr(&self) -> Addr<A> {
+        Addr::new(self.pid, self.env.local.runtime.clone())
+    }
+
+    /// The worker this actor lives on.
+    pub fn worker(&self) -> usize {
+        self.env.local.worker
+    }
+
+    /// The runtime this actor lives in.
+    pub fn runtime(&self) -> &Runtime {
+        &self.env.local.runtime
+    }
+
+    /// Spawns `actor` on this actor's worker. It is installed at the end of
+    /// this pass, before this pass's same-worker messages are delivered, so
+    /// messages sent to it right away are not lost.
+    pub fn spawn<B: Actor>(&mut self, actor: B) -> Result<Addr<B>, SpawnError> {
+        spawn_in(&self.env.local.runtime, self.env.local.worker, actor)
+    }
+
+    /// Spawns `actor` on worker `worker`.
+    pub fn spawn_on<B: Actor>(&mut self, worker: usize, actor: B) -> Result<Addr<B>, SpawnError> {
+        spawn_in(&self.env.local.runtime, worker, actor)
+    }
+
+    /// Ends this actor once the current message is handled (`Normal`):
+    /// what is left in its mailbox is dropped and counted, then
+    /// [`Actor::on_stop`] runs.
+    pub fn stop_self(&mut self) {
+        self.stop_with(ExitReason::Normal);
+    }
+
+    /// As [`stop_self`](Self::stop_self), with the reason monitors and
+    /// links see.
+    pub fn stop_with(&mut self, reason: ExitReason) {
+        if self.stop.is_none() {
+            self.stop = Some(reason);
+        }
+    }
+
+    /// Monitors `target` (a process or an actor): [`Actor::handle_down`]
+    /// gets one [`Down`] when it dies — at once, with `NoProc`, if it
+    /// already has.
+    pub fn monitor(&mut self, target: Pid) -> ActorMonitor {
+        monitor_from(self.env.shared, self.pid, target)
+    }
+
+    /// Removes a monitor; `true` if it had not fired (it never will).
+    pub fn demonitor(&mut self, monitor: ActorMonitor) -> bool {
+        match monitor.hook {
+            Some(hook) => self.env.shared.remove_death_hook(monitor.target, hook),
+            None => false,
+        }
+    }
+
+    /// Links this actor with `peer`: if either dies abnormally the other
+    /// ends too (or, trapping exits, is told).
+    pub fn link(&mut self, peer: Pid) -> Result<(), NoProc> {
+        self.env.local.runtime.link(self.pid, peer)
+    }
+
+    /// Removes the link with `peer`, if any.
+    pub fn unlink(&mut self, peer: Pid) {
+        self.env.local.runtime.unlink(self.pid, peer);
+    }
+
+    /// Traps exits (`true`): a linked death or an exit signal reaches
+    /// [`Actor::handle_exit`] in the mailbox instead of ending the actor
+    /// (`Killed` still ends it). `false` stops trapping.
+    pub fn trap_exit(&mut self, trap: bool) {
+        let trap = trap.then(|| exit_trap(self.env.local.runtime.clone(), self.pid));
+        let _ = self.env.local.runtime.set_trap(self.pid, trap);
+    }
+
+    /// Registers this actor under `name` (see the registry).
+    pub fn register(&mut self, name: &str) -> Result<(), crate::otp::registry::RegisterError> {
+        self.env.local.runtime.register(name, self.pid)
+    }
+}
+
+/// An actor's monitor of a pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActorMonitor {
+    /// Names the [`Down`] it delivers.
+    pub id: MonitorId,
+    /// The monitored pid.
+    pub target: Pid,
+    hook: Option<DeathHookId>,
+}
+
+fn monitor_from(shared: &Shared, watcher: Pid, target: Pid) -> ActorMonitor {
+    let id = MonitorId(shared.next_hook_id());
+    let hook = Box::new(move |shared: &Shared, dead: Pid, reason: &ExitReason| {
+        let down = Down { id, pid: dead, reason: reason.clone() };
+        let _ = deposit(shared, Envelope::new(watcher, Sig(Signal::Down(down))));
+    });
+    match shared.on_death(target, hook) {
+        Ok(hook) => ActorMonitor { id, target, hook: Some(hook) },
+        Err(_) => {
+            let down = Down { id, pid: target, reason: ExitReason::NoProc };
+            let _ = deposit(shared, Envelope::new(watcher, Sig(Signal::Down(down))));
+            ActorMonitor { id, target, hook: None }
+        }
+    }
+}
+
+fn exit_trap(runtime: Runtime, pid: Pid) -> Trap {
+    Trap::Hook(alloc::sync::Arc::new(move |signal: ExitSignal| {
+        let _ = deposit(&runtime.shared, Envelope::new(pid, Sig(Signal::Exit(signal))));
+    }))
+}
+
+/// A typed address of an actor of type `A`: its `send` takes only
+/// `A::Msg`. Cloneable, `Send` and `Sync`; usable from handlers, processes
+/// and plain threads.
+pub struct Addr<A: Actor> {
+    pid: Pid,
+    runtime: Runtime,
+    _actor: PhantomData<fn(A::Msg)>,
+}
+
+impl<A: Actor> Clone for Addr<A> {
+    fn clone(&self) -> Self {
+        Addr::new(self.pid, self.runtime.clone())
+    }
+}
+
+impl<A: Actor> fmt::Debug for Addr<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr<{}>({})", core::any::type_name::<A>(), self.pid)
+    }
+}
+
+impl<A: Actor> PartialEq for Addr<A> {
+    fn eq(&self, other: &Self) -> bool {
+        self.pid == other.pid && alloc::sync::Arc::ptr_eq(&self.runtime.shared, &other.runtime.shared)
+    }
+}
+impl<A: Actor> Eq for Addr<A> {}
+
+impl<A: Actor> Addr<A> {
+    fn new(pid: Pid, runtime: Runtime) -> Addr<A> {
+        Addr { pid, runtime, _actor: PhantomData }
+    }
+
+    /// The actor's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The runtime the actor lives in.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Sends `msg`. `Err` hands it back if the actor has ended.
+    pub fn send(&self, msg: A::Msg) -> Result<(), ActorSendError<A::Msg>> {
+        send_to(&self.runtime.shared, self.pid, msg)
+    }
+
+    /// Queues a stop behind the messages already sent from here: the
+    /// actor handles them, then ends `Stopped` (its `on_stop` runs).
+    pub fn stop(&self) -> Result<(), NoProc> {
+        let envelope = Envelope::new(self.pid, Sig(Signal::Stop(ExitReason::Stopped)));
+        deposit(&self.runtime.shared, envelope).map_err(|_| NoProc(self.pid))
+    }
+
+    /// Whether the actor is alive.
+    pub fn is_alive(&self) -> bool {
+        self.runtime.shared.is_stackless(self.pid)
+    }
+
+    /// The untyped address, for routing and administration.
+    pub fn address(&self) -> ActorAddress {
+        ActorAddress {
+            pid: self.pid,
+            runtime: self.runtime.clone(),
+            accepts: Some((TypeId::of::<A::Msg>(), core::any::type_name::<A::Msg>())),
+        }
+    }
+}
+
+impl<A: Actor> From<Addr<A>> for Child {
+    /// A supervised actor: stopped gracefully with [`Addr::stop`].
+    fn from(addr: Addr<A>) -> Child {
+        let pid = addr.pid;
+        Child::with_stop(pid, move || {
+            let _ = addr.stop();
+        })
+    }
+}
+
+/// An untyped actor address: a pid in a runtime, and the message type the
+/// actor takes when it is known. A send of another type is refused with
+/// [`ActorSendError::WrongType`] and counted, never a panic.
+#[derive(Clone)]
+pub struct ActorAddress {
+    pid: Pid,
+    runtime: Runtime,
+    accepts: Option<(TypeId, &'static str)>,
+}
+
+impl fmt::Debug for ActorAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let accepts = self.accepts.map_or("?", |(_, name)| name);
+        write!(f, "ActorAddress({}, accepts {accepts})", self.pid)
+    }
+}
+
+impl ActorAddress {
+    /// The address of the actor `pid` in `runtime`, its message type
+    /// unknown: a send of the wrong type is then refused on delivery
+    /// (counted in the worker's `mismatches`) rather than at the call.
+    pub fn from_pid(runtime: &Runtime, pid: Pid) -> ActorAddress {
+        ActorAddress { pid, runtime: runtime.clone(), accepts: None }
+    }
+
+    /// The actor's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The name of the message type the actor takes, when known.
+    pub fn accepts(&self) -> Option<&'static str> {
+        self.accepts.map(|(_, name)| name)
+    }
+
+    /// Sends `msg` if the actor takes an `M`.
+    pub fn send<M: Send + 'static>(&self, msg: M) -> Result<(), ActorSendError<M>> {
+        if let Some((accepted, _)) = self.accepts {
+            if accepted != TypeId::of::<M>() {
+                let shared = &self.runtime.shared;
+                if let (Some(worker), Some(system)) =
+                    (shared.stackless_worker(self.pid), ActorSystem::get(shared))
+                {
+                    system.ingress[worker].stats.refused.fetch_add(1, Ordering::Relaxed);
+                }
+                return Err(ActorSendError::WrongType(msg));
+            }
+        }
+        send_to(&self.runtime.shared, self.pid, msg)
+    }
+
+    /// Queues a stop behind the messages already sent from here.
+    pub fn stop(&self) -> Result<(), NoProc> {
+        let envelope = Envelope::new(self.pid, Sig(Signal::Stop(ExitReason::Stopped)));
+        deposit(&self.runtime.shared, envelope).map_err(|_| NoProc(self.pid))
+    }
+}
+
+/// Why a send to an actor failed; the message is handed back.
+#[derive(PartialEq, Eq)]
+pub enum ActorSendError<M> {
+    /// No live actor at the address (it ended, or the pid is a process's).
+    NoActor(M),
+    /// The actor takes another message type.
+    WrongType(M),
+}
+
+impl<M> ActorSendError<M> {
+    /// The message that was not sent.
+    pub fn into_inner(self) -> M {
+        match self {
+            ActorSendError::NoActor(m) | ActorSendError::WrongType(m) => m,
+        }
+    }
+}
+
+impl<M> fmt::Debug for ActorSendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ActorSendError::NoActor(_) => f.write_str("NoActor(..)"),
+            ActorSendError::WrongType(_) => f.write_str("WrongType(..)"),
+        }
+    }
+}
+
+impl<M> fmt::Display for ActorSendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ActorSendError::NoActor(_) => f.write_str("no live actor at this address: it has ended"),
+            ActorSendError::WrongType(_) => f.write_str("the actor takes another message type"),
+        }
+    }
+}
+
+impl<M> core::error::Error for ActorSendError<M> {}
+
+fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), ActorSendError<M>> {
+    // A dead target costs no allocation.
+    if shared.stackless_worker(pid).is_none() {
+        return Err(ActorSendError::NoActor(msg));
+    }
+    deposit(shared, Envelope::new(pid, Msg(msg))).map_err(|system::NoActor(envelope)| {
+        ActorSendError::NoActor(envelope.take::<Msg<M>>().map(|Msg(m)| m).unwrap_or_else(|| unreachable!()))
+    })
+}
+
+fn spawn_in<A: Actor>(runtime: &Runtime, worker: usize, actor: A) -> Result<Addr<A>, SpawnError> {
+    let shared = &runtime.shared;
+    let pid = shared.reserve_stackless(worker)?;
+    route_install(shared, worker, Envelope::new(pid, Install(Cell::boxed(pid, actor))));
+    Ok(Addr::new(pid, runtime.clone()))
+}
+
+impl Runtime {
+    /// Spawns `actor` on the next worker, round-robin.
+    pub fn spawn_actor<A: Actor>(&self, actor: A) -> Result<Addr<A>, SpawnError> {
+        spawn_in(self, self.shared.next_worker(), actor)
+    }
+
+    /// Spawns `actor` on worker `worker`.
+    pub fn spawn_actor_on<A: Actor>(&self, worker: usize, actor: A) -> Result<Addr<A>, SpawnError> {
+        spawn_in(self, worker, actor)
+    }
+
+    /// Per-worker actor statistics of worker `worker`, as of its last pass.
+    pub fn actor_stats(&self, worker: usize) -> ActorStats {
+        let Some(system) = ActorSystem::get(&self.shared) else { return ActorStats::default() };
+        let Some(ingress) = system.ingress.get(worker) else { return ActorStats::default() };
+        let s = &ingress.stats;
+        let load = |c: &crate::kernel::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        ActorStats {
+            actors: load(&s.actors),
+            mailbox_depth: load(&s.mailbox_depth),
+            handled: load(&s.handled),
+            local_sends: load(&s.local_sends),
+            transfers_in: load(&s.transfers_in),
+            mismatches: load(&s.mismatches) + load(&s.refused),
+            panics: load(&s.panics),
+            dropped: load(&s.dropped),
+            stopped: load(&s.stopped),
+        }
+    }
+
+    /// Runs `f` on the driver of the worker that owns actor `pid`, through
+    /// its admin queue (never stuck behind a transfer backlog), with what
+    /// the worker knows of the actor — `None` if it has ended.
+    pub fn inspect_actor(
+        &self,
+        pid: Pid,
+        f: impl FnOnce(Option<ActorInfo>) + Send + 'static,
+    ) -> Result<(), NoProc> {
+        let worker = self.shared.stackless_worker(pid).ok_or(NoProc(pid))?;
+        system::route_admin(&self.shared, worker, Box::new(move |env: &Env<'_>| f(system::info(env, pid))));
+        Ok(())
+    }
+}
+
+/// What a worker knows of one of its actors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// The actor's pid.
+    pub pid: Pid,
+    /// Its worker.
+    pub worker: usize,
+    /// The actor's type name.
+    pub type_name: &'static str,
+    /// Entries waiting in its mailbox.
+    pub mailbox_depth: usize,
+    /// Entries it has handled.
+    pub handled: u64,
+    /// `false` if it is spawned but not installed yet.
+    pub installed: bool,
+}
+
+/// One worker's actor counters as of its last pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ActorStats {
+    /// Actors installed and not ended.
+    pub actors: u64,
+    /// Entries waiting in the mailboxes of its runnable actors.
+    pub mailbox_depth: u64,
+    /// Mailbox entries handled (messages and signals).
+    pub handled: u64,
+    /// Sends staged in `pending_local` (from this worker to itself).
+    pub local_sends: u64,
+    /// Envelopes taken from its transfer queue (from other workers and
+    /// from outside).
+    pub transfers_in: u64,
+    /// Messages refused for their type: at the sender (an untyped address
+    /// that knew the type) or at delivery.
+    pub mismatches: u64,
+    /// Actors poisoned by a panicking handler.
+    pub panics: u64,
+    /// Messages dropped: left in the mailbox of an ended actor, or sent to
+    /// one that ended before delivery.
+    pub dropped: u64,
+    /// Actors that ended other than by panicking.
+    pub stopped: u64,
+}
+
+/// Spawns `actor` from a process, on the process's worker.
+/// `Err(SpawnError::NotInProcess)` outside a process.
+pub fn spawn_actor<A: Actor>(actor: A) -> Result<Addr<A>, SpawnError> {
+    let runtime = process::current_runtime().ok_or(SpawnError::NotInProcess)?;
+    let worker = process::current_worker().ok_or(SpawnError::NotInProcess)?;
+    spawn_in(&runtime, worker, actor)
+}

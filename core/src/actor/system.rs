@@ -1,0 +1,571 @@
+//! The machinery behind handler actors: the runtime-wide [`ActorSystem`]
+//! (the kernel's worker plugin, holding each worker's ingress queues and
+//! published statistics) and each worker's [`Local`] state (runnable list,
+//! `pending_local`, staged spawns, held envelopes), with the pass that
+//! advances them.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::cell::{Cell as StdCell, RefCell};
+
+use crate::actor::cell::{ErasedCell, Item, Signal};
+use crate::actor::envelope::{Envelope, Payload};
+use crate::actor::queue::Mpsc;
+use crate::kernel::atomic::{AtomicU64, Ordering};
+use crate::kernel::current;
+use crate::kernel::exit::ExitReason;
+use crate::kernel::pid::Pid;
+use crate::kernel::plugin::WorkerPlugin;
+use crate::kernel::preempt::NoPreempt;
+use crate::kernel::runtime::{Runtime, Shared};
+
+/// One worker's ingress: transfer (messages and signals from other workers
+/// and from outside), spawn and admin queues, and its published statistics.
+pub(crate) struct Ingress {
+    pub(crate) transfer: Mpsc,
+    pub(crate) spawn: Mpsc,
+    pub(crate) admin: Mpsc,
+    pub(crate) stats: Published,
+}
+
+/// Actor counters of one worker as of its last pass (Relaxed: statistics).
+#[derive(Default)]
+pub(crate) struct Published {
+    pub(crate) actors: AtomicU64,
+    pub(crate) mailbox_depth: AtomicU64,
+    pub(crate) handled: AtomicU64,
+    pub(crate) local_sends: AtomicU64,
+    pub(crate) transfers_in: AtomicU64,
+    pub(crate) mismatches: AtomicU64,
+    pub(crate) panics: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) stopped: AtomicU64,
+    /// Type mismatches refused at the sender (an untyped address that knew
+    /// the target's type), counted on the target's worker.
+    pub(crate) refused: AtomicU64,
+}
+
+/// A worker's running counters.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) actors: StdCell<u64>,
+    pub(crate) handled: StdCell<u64>,
+    pub(crate) local_sends: StdCell<u64>,
+    pub(crate) transfers_in: StdCell<u64>,
+    pub(crate) mismatches: StdCell<u64>,
+    pub(crate) panics: StdCell<u64>,
+    pub(crate) dropped: StdCell<u64>,
+    pub(crate) stopped: StdCell<u64>,
+}
+
+fn bump(counter: &StdCell<u64>, by: u64) {
+    counter.set(counter.get() + by);
+}
+
+/// The runtime's actor machinery: the kernel's worker plugin.
+pub(crate) struct ActorSystem {
+    pub(crate) ingress: Box<[Ingress]>,
+}
+
+impl ActorSystem {
+    /// The runtime's actor system, installed on first use.
+    pub(crate) fn of(shared: &Shared) -> &ActorSystem {
+        let workers = shared.workers.len();
+        let system = shared.install_plugin(|| ActorSystem {
+            ingress: (0..workers)
+                .map(|_| Ingress {
+                    transfer: Mpsc::new(),
+                    spawn: Mpsc::new(),
+                    admin: Mpsc::new(),
+                    stats: Published::default(),
+                })
+                .collect(),
+        });
+        match system {
+            Some(system) => system,
+            // The actor system is the only plugin the core installs.
+            None => unreachable!("a runtime's worker plugin is its actor system"),
+        }
+    }
+
+    /// The actor system, if one was installed.
+    pub(crate) fn get(shared: &Shared) -> Option<&ActorSystem> {
+        shared.plugin_as::<ActorSystem>()
+    }
+}
+
+impl Drop for ActorSystem {
+    fn drop(&mut self) {
+        for ingress in self.ingress.iter() {
+            for queue in [&ingress.transfer, &ingress.spawn, &ingress.admin] {
+                // SAFETY: dropping: no other consumer or producer is left.
+                while let Some(envelope) = unsafe { Envelope::pop_from(queue) } {
+                    drop(envelope);
+                }
+            }
+        }
+    }
+}
+
+/// One worker's actor state; only its driver touches it.
+pub(crate) struct Local {
+    pub(crate) worker: usize,
+    pub(crate) runtime: Runtime,
+    /// Actors with entries to handle, each at most once (its cell's
+    /// `queued` flag).
+    runnable: RefCell<VecDeque<Pid>>,
+    /// Same-worker sends of this pass, delivered at its end.
+    pub(crate) pending_local: RefCell<Vec<Envelope>>,
+    /// Actors spawned on this worker by its own handlers and processes.
+    pub(crate) local_spawns: RefCell<VecDeque<Envelope>>,
+    /// Envelopes for actors spawned but not installed yet, retried.
+    held: RefCell<VecDeque<Envelope>>,
+    /// Actors that ended while a stop request had them queued: the kernel
+    /// asks for them through `woken`.
+    ending: RefCell<Vec<(Pid, ExitReason)>>,
+    pub(crate) counters: Counters,
+}
+
+impl Local {
+    /// The calling thread's worker state if it drives `shared`'s worker
+    /// `worker`, passed to `f`.
+    pub(crate) fn with_current<R>(shared: &Shared, worker: usize, f: impl FnOnce(&Local) -> R) -> Option<R> {
+        current::with(|core| {
+            if !core.is(shared, worker) {
+                return None;
+            }
+            let local = core.plugin_state()?.downcast_ref::<Local>()?;
+            Some(f(local))
+        })
+        .flatten()
+    }
+
+    fn mark_runnable(&self, pid: Pid, cell: &mut dyn ErasedCell) {
+        let queued = cell.queued();
+        if !*queued {
+            *queued = true;
+            self.runnable.borrow_mut().push_back(pid);
+        }
+    }
+}
+
+/// What a handler's context reaches: its worker's state and the runtime.
+pub(crate) struct Env<'a> {
+    pub(crate) local: &'a Local,
+    pub(crate) shared: &'a Shared,
+}
+
+/// Where a pid's cell stands on its worker.
+enum Lookup<'a> {
+    Installed(&'a mut dyn ErasedCell),
+    /// Spawned, not installed yet: the slot's empty cell.
+    Pending(*mut Option<Box<dyn Any + Send>>),
+    /// No live actor of this worker.
+    Dead,
+}
+
+/// Finds `pid`'s cell.
+///
+/// # Safety
+///
+/// On the driver of `local`'s worker, outside any process and any handler
+/// of `pid`, with no other reference to `pid`'s cell live while the
+/// result is.
+unsafe fn lookup<'a>(shared: &'a Shared, local: &Local, pid: Pid) -> Lookup<'a> {
+    if shared.stackless_worker(pid) != Some(local.worker) {
+        return Lookup::Dead;
+    }
+    let Some(cell) = shared.stackless_cell(pid.index()) else { return Lookup::Dead };
+    // SAFETY: the slot holds a live stackless body of this worker and we
+    // are its driver, outside its handlers (the contract).
+    match unsafe { &mut *cell } {
+        Some(boxed) => match boxed.downcast_mut::<Box<dyn ErasedCell>>() {
+            Some(cell) => Lookup::Installed(&mut **cell),
+            None => Lookup::Dead,
+        },
+        None => Lookup::Pending(cell),
+    }
+}
+
+/// Takes `pid`'s cell out of its slot.
+///
+/// # Safety
+///
+/// As [`lookup`].
+unsafe fn take_cell(shared: &Shared, local: &Local, pid: Pid) -> Option<Box<dyn ErasedCell>> {
+    if shared.stackless_worker(pid) != Some(local.worker) {
+        return None;
+    }
+    let cell = shared.stackless_cell(pid.index())?;
+    // SAFETY: as in `lookup`.
+    let boxed = unsafe { (*cell).take() }?;
+    boxed.downcast::<Box<dyn ErasedCell>>().ok().map(|cell| *cell)
+}
+
+/// A message for an actor whose message type is `M`.
+pub(crate) struct Msg<M>(pub(crate) M);
+
+impl<M: Send + 'static> Payload for Msg<M> {
+    fn deliver(self, dest: Pid, local: &Local, shared: &Shared) -> Result<(), Self> {
+        // SAFETY: deliveries run on the worker's driver in the pass,
+        // outside every handler.
+        match unsafe { lookup(shared, local, dest) } {
+            Lookup::Installed(cell) => {
+                match cell.mailbox().downcast_mut::<VecDeque<Item<M>>>() {
+                    Some(mailbox) => {
+                        mailbox.push_back(Item::Msg(self.0));
+                        local.mark_runnable(dest, cell);
+                    }
+                    None => bump(&local.counters.mismatches, 1),
+                }
+                Ok(())
+            }
+            Lookup::Pending(_) => Err(self),
+            Lookup::Dead => {
+                bump(&local.counters.dropped, 1);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A signal for an actor.
+pub(crate) struct Sig(pub(crate) Signal);
+
+impl Payload for Sig {
+    fn deliver(self, dest: Pid, local: &Local, shared: &Shared) -> Result<(), Self> {
+        // SAFETY: as for `Msg`.
+        match unsafe { lookup(shared, local, dest) } {
+            Lookup::Installed(cell) => {
+                cell.push_signal(self.0);
+                local.mark_runnable(dest, cell);
+                Ok(())
+            }
+            Lookup::Pending(_) => Err(self),
+            Lookup::Dead => Ok(()),
+        }
+    }
+}
+
+/// A spawned actor's cell, to install in its reserved slot.
+pub(crate) struct Install(pub(crate) Box<dyn ErasedCell>);
+
+impl Payload for Install {
+    fn deliver(self, dest: Pid, local: &Local, shared: &Shared) -> Result<(), Self> {
+        // SAFETY: as for `Msg`.
+        if let Lookup::Pending(slot) = unsafe { lookup(shared, local, dest) } {
+            let boxed: Box<dyn Any + Send> = Box::new(self.0);
+            // SAFETY: the reserved slot's empty cell, ours (see lookup).
+            unsafe { *slot = Some(boxed) };
+            bump(&local.counters.actors, 1);
+            // Runnable at once: `on_start` runs in the next run step.
+            // SAFETY: as above.
+            if let Lookup::Installed(cell) = unsafe { lookup(shared, local, dest) } {
+                local.mark_runnable(dest, cell);
+            }
+        }
+        // A stop that got there first ended the reservation: the cell is
+        // dropped here, its actor never started.
+        Ok(())
+    }
+}
+
+/// A command run on the worker's driver, in the admin step of its pass.
+pub(crate) struct AdminCmd(pub(crate) Box<dyn FnOnce(&Env<'_>) + Send>);
+
+impl Payload for AdminCmd {
+    fn deliver(self, _dest: Pid, local: &Local, shared: &Shared) -> Result<(), Self> {
+        (self.0)(&Env { local, shared });
+        Ok(())
+    }
+}
+
+/// What the worker knows of actor `pid`, for an admin command.
+pub(crate) fn info(env: &Env<'_>, pid: Pid) -> Option<crate::actor::ActorInfo> {
+    let worker = env.local.worker;
+    // SAFETY: admin commands run in the pass's ingress step, on the
+    // worker's driver, outside every handler.
+    match unsafe { lookup(env.shared, env.local, pid) } {
+        Lookup::Installed(cell) => Some(crate::actor::ActorInfo {
+            pid,
+            worker,
+            type_name: cell.type_name(),
+            mailbox_depth: cell.len(),
+            handled: cell.handled(),
+            installed: true,
+        }),
+        Lookup::Pending(_) => Some(crate::actor::ActorInfo {
+            pid,
+            worker,
+            type_name: "",
+            mailbox_depth: 0,
+            handled: 0,
+            installed: false,
+        }),
+        Lookup::Dead => None,
+    }
+}
+
+/// Why a deposit failed: the envelope back.
+pub(crate) struct NoActor(pub(crate) Envelope);
+
+/// Routes `envelope` to its target's worker: `pending_local` when the
+/// caller drives that worker, else the worker's transfer queue (and a
+/// wake for its driver).
+pub(crate) fn deposit(shared: &Shared, envelope: Envelope) -> Result<(), NoActor> {
+    let Some(worker) = shared.stackless_worker(envelope.dest()) else { return Err(NoActor(envelope)) };
+    let system = ActorSystem::of(shared);
+    // Preemption off: a push into a RefCell the driver also uses, or a
+    // producer cut half-way through the queue, must not be switched out.
+    let _np = NoPreempt::new();
+    let mut envelope = Some(envelope);
+    Local::with_current(shared, worker, |local| {
+        if let Some(envelope) = envelope.take() {
+            local.pending_local.borrow_mut().push(envelope);
+            bump(&local.counters.local_sends, 1);
+        }
+    });
+    if let Some(envelope) = envelope {
+        envelope.push_onto(&system.ingress[worker].transfer);
+        shared.notify(worker);
+    }
+    Ok(())
+}
+
+/// Queues the install of a reserved actor on `worker`: staged locally when
+/// the caller drives that worker, else through its spawn queue.
+pub(crate) fn route_install(shared: &Shared, worker: usize, envelope: Envelope) {
+    let system = ActorSystem::of(shared);
+    let _np = NoPreempt::new();
+    let mut envelope = Some(envelope);
+    Local::with_current(shared, worker, |local| {
+        if let Some(envelope) = envelope.take() {
+            local.local_spawns.borrow_mut().push_back(envelope);
+        }
+    });
+    if let Some(envelope) = envelope {
+        envelope.push_onto(&system.ingress[worker].spawn);
+        shared.notify(worker);
+    }
+}
+
+/// Queues `command` on `worker`'s admin queue.
+pub(crate) fn route_admin(shared: &Shared, worker: usize, command: Box<dyn FnOnce(&Env<'_>) + Send>) {
+    let system = ActorSystem::of(shared);
+    let _np = NoPreempt::new();
+    Envelope::new(Pid::from_parts(0, 0), AdminCmd(command)).push_onto(&system.ingress[worker].admin);
+    shared.notify(worker);
+}
+
+/// Drains up to `budget` envelopes of `queue`, holding those whose target
+/// is not installed yet. Returns how many it took.
+fn drain(queue: &Mpsc, budget: usize, local: &Local, shared: &Shared) -> usize {
+    let mut n = 0;
+    while n < budget {
+        // SAFETY: the worker's driver is its queues' one consumer, and
+        // only envelopes are pushed.
+        let Some(envelope) = (unsafe { Envelope::pop_from(queue) }) else { break };
+        n += 1;
+        if let Err(envelope) = envelope.deliver(local, shared) {
+            local.held.borrow_mut().push_back(envelope);
+        }
+    }
+    n
+}
+
+/// Retries every held envelope once, in order.
+fn retry_held(local: &Local, shared: &Shared) -> bool {
+    if local.held.borrow().is_empty() {
+        return false;
+    }
+    let held = core::mem::take(&mut *local.held.borrow_mut());
+    let mut did = false;
+    for envelope in held {
+        match envelope.deliver(local, shared) {
+            Ok(()) => did = true,
+            Err(envelope) => local.held.borrow_mut().push_back(envelope),
+        }
+    }
+    did
+}
+
+impl ActorSystem {
+    /// Runs one actor up to the message budget; ends it if it stopped or
+    /// panicked.
+    fn run_one(&self, env: &Env<'_>, pid: Pid) {
+        let budget = match env.shared.config.actor_message_budget {
+            0 => usize::MAX,
+            n => n,
+        };
+        // SAFETY: the pass, on the worker's driver, outside every handler.
+        let Lookup::Installed(cell) = (unsafe { lookup(env.shared, env.local, pid) }) else { return };
+        *cell.queued() = false;
+        let mut ran = None;
+        let panic = (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)));
+        let local = env.local;
+        match (panic, ran) {
+            (Some(message), _) => {
+                bump(&local.counters.panics, 1);
+                self.end(env, pid, ExitReason::Panicked(message), false);
+            }
+            (None, Some(ran)) => {
+                bump(&local.counters.handled, ran.handled as u64);
+                match ran.end {
+                    Some(reason) => self.end(env, pid, reason, true),
+                    None if cell.len() > 0 => local.mark_runnable(pid, cell),
+                    None => {}
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Ends actor `pid`: its cell leaves the slot, what is left in its
+    /// mailbox is dropped and counted, and the kernel finalizes its pid.
+    fn end(&self, env: &Env<'_>, pid: Pid, reason: ExitReason, graceful: bool) {
+        let local = env.local;
+        // SAFETY: the pass, on the worker's driver, outside every handler.
+        if let Some(mut cell) = unsafe { take_cell(env.shared, local, pid) } {
+            let dropped = cell.clear();
+            bump(&local.counters.dropped, dropped as u64);
+            // The actor's own destructor may panic: it dies alone.
+            let mut cell = Some(cell);
+            let _ = (env.shared.hooks.catch_panic)(&mut || drop(cell.take()));
+        }
+        local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
+        if graceful {
+            bump(&local.counters.stopped, 1);
+        }
+        if !env.shared.end_stackless(pid, reason.clone()) {
+            local.ending.borrow_mut().push((pid, reason));
+        }
+    }
+
+    fn publish(&self, local: &Local, shared: &Shared) {
+        let s = &self.ingress[local.worker].stats;
+        let c = &local.counters;
+        let mut depth = 0u64;
+        for pid in local.runnable.borrow().iter() {
+            // SAFETY: the pass, outside every handler.
+            if let Lookup::Installed(cell) = unsafe { lookup(shared, local, *pid) } {
+                depth += cell.len() as u64;
+            }
+        }
+        s.actors.store(c.actors.get(), Ordering::Relaxed);
+        s.mailbox_depth.store(depth, Ordering::Relaxed);
+        s.handled.store(c.handled.get(), Ordering::Relaxed);
+        s.local_sends.store(c.local_sends.get(), Ordering::Relaxed);
+        s.transfers_in.store(c.transfers_in.get(), Ordering::Relaxed);
+        s.mismatches.store(c.mismatches.get(), Ordering::Relaxed);
+        s.panics.store(c.panics.get(), Ordering::Relaxed);
+        s.dropped.store(c.dropped.get(), Ordering::Relaxed);
+        s.stopped.store(c.stopped.get(), Ordering::Relaxed);
+    }
+}
+
+impl WorkerPlugin for ActorSystem {
+    fn worker_state(&self, shared: &Arc<Shared>, worker: usize) -> Box<dyn Any> {
+        let runtime = Runtime { shared: shared.clone() };
+        Box::new(Local {
+            worker,
+            runtime,
+            runnable: RefCell::new(VecDeque::new()),
+            pending_local: RefCell::new(Vec::new()),
+            local_spawns: RefCell::new(VecDeque::new()),
+            held: RefCell::new(VecDeque::new()),
+            ending: RefCell::new(Vec::new()),
+            counters: Counters::default(),
+        })
+    }
+
+    fn pass(&self, shared: &Shared, worker: usize, state: &dyn Any, budget: usize) -> bool {
+        let Some(local) = state.downcast_ref::<Local>() else { return false };
+        let ingress = &self.ingress[worker];
+        let env = Env { local, shared };
+        let mut did = false;
+
+        // 1. Ingress: spawns, admin, held envelopes, then transfers — each
+        //    drain bounded by the ingress budget.
+        did |= drain(&ingress.spawn, budget, local, shared) > 0;
+        did |= drain(&ingress.admin, budget, local, shared) > 0;
+        did |= retry_held(local, shared);
+        let transfers = drain(&ingress.transfer, budget, local, shared);
+        bump(&local.counters.transfers_in, transfers as u64);
+        did |= transfers > 0;
+
+        // 3. Each runnable actor, up to the message budget. Those made
+        //    runnable from here on wait for the next pass.
+        let runnable = local.runnable.borrow().len();
+        for _ in 0..runnable {
+            let next = local.runnable.borrow_mut().pop_front();
+            let Some(pid) = next else { break };
+            self.run_one(&env, pid);
+            did = true;
+        }
+
+        // 4. Children spawned by this pass's handlers exist before the
+        //    messages staged for them are delivered.
+        let mut n = 0;
+        while n < budget {
+            let next = local.local_spawns.borrow_mut().pop_front();
+            let Some(envelope) = next else { break };
+            // An install is never held.
+            let _ = envelope.deliver(local, shared);
+            n += 1;
+            did = true;
+        }
+
+        // 5. Same-worker sends, eligible from the next pass. Held ones go
+        //    first so a sender's order holds across an install.
+        did |= retry_held(local, shared);
+        let pending = core::mem::take(&mut *local.pending_local.borrow_mut());
+        for envelope in pending {
+            did = true;
+            if let Err(envelope) = envelope.deliver(local, shared) {
+                local.held.borrow_mut().push_back(envelope);
+            }
+        }
+
+        // 6. Statistics.
+        self.publish(local, shared);
+        did || !local.runnable.borrow().is_empty()
+            || !local.held.borrow().is_empty()
+            || !local.local_spawns.borrow().is_empty()
+            || !local.pending_local.borrow().is_empty()
+    }
+
+    fn woken(&self, shared: &Shared, state: &dyn Any, pid: Pid) -> Option<ExitReason> {
+        let local = state.downcast_ref::<Local>()?;
+        {
+            let mut ending = local.ending.borrow_mut();
+            if let Some(i) = ending.iter().position(|(p, _)| *p == pid) {
+                return Some(ending.swap_remove(i).1);
+            }
+        }
+        // A stop request.
+        let reason = shared.stop_requested(pid).unwrap_or(ExitReason::Stopped);
+        let env = Env { local, shared };
+        // SAFETY: on the worker's driver, outside every handler (the
+        // kernel calls `woken` from its run step).
+        if let Some(mut cell) = unsafe { take_cell(shared, local, pid) } {
+            let dropped = cell.clear();
+            bump(&local.counters.dropped, dropped as u64);
+            local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
+            bump(&local.counters.stopped, 1);
+            let mut cell = Some(cell);
+            let panic = (shared.hooks.catch_panic)(&mut || {
+                if let Some(mut cell) = cell.take() {
+                    cell.stop(&env, &reason);
+                }
+            });
+            if let Some(message) = panic {
+                bump(&local.counters.panics, 1);
+                return Some(ExitReason::Panicked(message));
+            }
+        }
+        Some(reason)
+    }
+}
