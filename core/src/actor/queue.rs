@@ -209,6 +209,22 @@ mod tests {
     }
 
     #[test]
+    fn a_push_behind_a_cut_one_waits_for_it() {
+        let q = Mpsc::new();
+        let (a, b) = (node(1), node(2));
+        // SAFETY: fresh nodes; `a` is completed below.
+        let prev = unsafe { q.begin_push(a) };
+        // SAFETY: fresh node.
+        unsafe { q.push(b) };
+        assert_eq!(take(&q), None, "b sits behind a's cut");
+        // SAFETY: `prev` from begin_push(a).
+        unsafe { Mpsc::finish_push(prev, a) };
+        assert_eq!(take(&q), Some(1));
+        assert_eq!(take(&q), Some(2));
+        assert_eq!(take(&q), None);
+    }
+
+    #[test]
     fn a_cut_push_is_seen_once_linked() {
         let q = Mpsc::new();
         let a = node(1);
@@ -223,12 +239,17 @@ mod tests {
 }
 
 /// Loom models: producers depositing while the consumer drains and goes
-/// idle. The consumer parks (loom's thread park) when it finds nothing;
-/// producers unpark it after their push. No envelope may be lost and no
-/// wake missed — loom reports a deadlock if the consumer sleeps forever.
+/// idle. The consumer's park is modelled by a permit, as the platform's
+/// park token: a producer sets it after its push with a read-modify-write
+/// (the token's `swap`, so every notify is in one release sequence); the consumer, finding nothing, takes
+/// the permit and drains again, or — with no permit — would sleep until
+/// the next one. At the end, a consumer that went to sleep with envelopes
+/// still queued must have a permit waiting (it would be woken): otherwise
+/// a wake was lost. No envelope may come out twice or be lost.
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::*;
+    use crate::kernel::atomic::AtomicBool;
     use loom::sync::Arc;
     use loom::thread;
 
@@ -242,53 +263,64 @@ mod loom_models {
         NonNull::from(Box::leak(Box::new(Node { link: Link::new(), value }))).cast()
     }
 
-    /// Two producers, one consumer that drains, then parks when empty.
-    /// `notify_early`: the broken protocol that wakes the consumer between
-    /// the swap and the link.
+    /// Two producers, one consumer. `notify_early`: the broken protocol
+    /// that wakes the consumer between the swap and the link.
     fn model(notify_early: bool) {
         loom::model(move || {
             let q = Arc::new(Mpsc::new());
-            let consumer = thread::current();
+            let permit = Arc::new(AtomicBool::new(false));
             let producers: alloc::vec::Vec<_> = (0..2u32)
                 .map(|p| {
-                    let q = q.clone();
-                    let consumer = consumer.clone();
+                    let (q, permit) = (q.clone(), permit.clone());
                     thread::spawn(move || {
                         let n = node(p);
                         if notify_early {
                             // SAFETY: fresh node, completed below.
                             let prev = unsafe { q.begin_push(n) };
-                            consumer.unpark();
+                            let _ = permit.swap(true, Ordering::Release);
                             // SAFETY: `prev` from begin_push(n).
                             unsafe { Mpsc::finish_push(prev, n) };
                         } else {
                             // SAFETY: fresh node.
                             unsafe { q.push(n) };
-                            consumer.unpark();
+                            let _ = permit.swap(true, Ordering::Release);
                         }
                     })
                 })
                 .collect();
             let mut seen = [false; 2];
             let mut got = 0;
-            while got < 2 {
+            loop {
                 // SAFETY: this thread is the only consumer.
-                match unsafe { q.pop() } {
-                    Some(p) => {
-                        // SAFETY: every node is a boxed `Node`.
-                        let v = unsafe { Box::from_raw(p.cast::<Node>().as_ptr()) }.value;
-                        assert!(!seen[v as usize], "an envelope came out twice");
-                        seen[v as usize] = true;
-                        got += 1;
-                    }
-                    None => thread::park(),
+                while let Some(p) = unsafe { q.pop() } {
+                    // SAFETY: every node is a boxed `Node`.
+                    let v = unsafe { Box::from_raw(p.cast::<Node>().as_ptr()) }.value;
+                    assert!(!seen[v as usize], "an envelope came out twice");
+                    seen[v as usize] = true;
+                    got += 1;
+                }
+                if got == 2 || !permit.swap(false, Ordering::AcqRel) {
+                    break;
                 }
             }
             for p in producers {
                 p.join().unwrap();
             }
-            // SAFETY: this thread is the only consumer.
-            assert!(unsafe { q.is_empty() });
+            if got < 2 {
+                // Asleep with work queued: a permit must be waiting.
+                assert!(
+                    permit.load(Ordering::Acquire),
+                    "the consumer sleeps with an envelope queued: a lost wake (took {got}: {seen:?})"
+                );
+                // (Woken, it drains the rest.)
+                // SAFETY: the only consumer; producers are done.
+                while let Some(p) = unsafe { q.pop() } {
+                    // SAFETY: every node is a boxed `Node`.
+                    drop(unsafe { Box::from_raw(p.cast::<Node>().as_ptr()) });
+                    got += 1;
+                }
+            }
+            assert_eq!(got, 2, "an envelope was lost");
         });
     }
 
@@ -297,10 +329,9 @@ mod loom_models {
         model(false);
     }
 
-    /// The model fails when the wake comes before the link: the consumer
-    /// can park for good with an envelope cut off in the list.
+    /// The model fails when the wake comes before the link.
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "lost wake")]
     fn waking_before_linking_loses_a_wake() {
         model(true);
     }

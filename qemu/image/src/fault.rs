@@ -105,6 +105,11 @@ fn describe_class(class: u64) -> &'static str {
 /// or for a nested panic, prints the panic and exits non-zero.
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
+    if crate::handler::in_handler() && smarm_core::self_pid().is_none() {
+        let message = info.message().to_string();
+        crate::println!("actor handler panicked: {message} (abandoned)");
+        crate::handler::abandon(message);
+    }
     if let Some(pid) = smarm_core::self_pid() {
         let key = pid.to_bits().wrapping_add(1);
         // Relaxed: this core's own record; it only tells a nested panic apart.

@@ -85,15 +85,16 @@ fn unwinding() -> bool {
     false
 }
 
-/// A handler actor's work runs as is: without unwinding a panic never
-/// comes back here (the panic handler decides the worker's fate).
-fn catch_panic(f: &mut dyn FnMut()) -> Option<alloc::string::String> {
-    f();
-    None
-}
-
-static HOOKS: HostHooks =
-    HostHooks { get_current, set_current, run_process, raise_stop, unwinding, catch_panic };
+static HOOKS: HostHooks = HostHooks {
+    get_current,
+    set_current,
+    run_process,
+    raise_stop,
+    unwinding,
+    // A handler actor's work runs on a stack of its own, abandoned if it
+    // panics (see `handler`).
+    catch_panic: crate::handler::catch_panic,
+};
 
 /// The [`Platform`] the runtimes hold: forwards to the image's static
 /// [`PLATFORM`] (the runtime wants an `Arc<dyn Platform>`, the console and

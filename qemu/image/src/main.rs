@@ -25,6 +25,7 @@ extern crate alloc;
 
 mod board;
 mod fault;
+mod handler;
 mod host;
 mod scheduler;
 mod smp;
@@ -98,6 +99,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "registry", run: scheduler::registry },
     // Last: it starts the secondary cores, which then stay up.
     Scenario { name: "smp_ping_pong", run: scheduler::smp_ping_pong },
+    Scenario { name: "smp_actors", run: scheduler::smp_actors },
 ];
 
 extern "C" {

@@ -589,3 +589,118 @@ pub fn smp_ping_pong() -> Result<(), String> {
         Ok(())
     })
 }
+
+/// A ring member: forwards a token to the next core's member until its
+/// hop count runs out, then reports the token's path to the root.
+struct RingActor {
+    next: Option<smarm_core::Addr<RingActor>>,
+    done: smarm_core::Sender<(u64, Vec<usize>)>,
+}
+
+/// A token: its number, hops left, and the cores it has visited.
+struct Token {
+    id: u64,
+    hops: u32,
+    path: Vec<usize>,
+}
+
+enum RingMsg {
+    /// Who comes next in the ring.
+    Next(smarm_core::Addr<RingActor>),
+    Token(Token),
+}
+
+impl smarm_core::Actor for RingActor {
+    type Msg = RingMsg;
+    fn handle(&mut self, _ctx: &mut smarm_core::Ctx<'_, Self>, msg: RingMsg) {
+        match msg {
+            RingMsg::Next(next) => self.next = Some(next),
+            RingMsg::Token(mut token) => {
+                token.path.push(core_index());
+                match (&self.next, token.hops) {
+                    (Some(next), hops) if hops > 0 => {
+                        token.hops -= 1;
+                        let _ = next.send(RingMsg::Token(token));
+                    }
+                    _ => {
+                        let _ = self.done.send((token.id, token.path));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Panics on its first message.
+struct Doomed;
+
+impl smarm_core::Actor for Doomed {
+    type Msg = ();
+    fn handle(&mut self, _ctx: &mut smarm_core::Ctx<'_, Self>, _: ()) {
+        panic!("doomed actor");
+    }
+}
+
+/// Scenario 9: handler actors on all four cores. A ring of one actor per
+/// core passes 100 tokens 4 × 8 hops each, every hop crossing cores
+/// through the transfer queues; each token's path is checked. An actor on
+/// core 2 panics: its handler is abandoned on its own stack, the process
+/// monitoring it gets `Panicked`, and the ring goes on.
+pub fn smp_actors() -> Result<(), String> {
+    const TOKENS: u64 = 100;
+    const HOPS: u32 = 4 * 8;
+    with_smp_runtime(|| {
+        let runtime = current_runtime().ok_or("no runtime")?;
+        let (done_tx, done_rx) = channel::<(u64, Vec<usize>)>();
+        let ring: Vec<_> = (0..CORES)
+            .map(|core| runtime.spawn_actor_on(core, RingActor { next: None, done: done_tx.clone() }))
+            .collect::<Result<_, _>>()
+            .map_err(|error| format!("spawning the ring: {error}"))?;
+        for (i, member) in ring.iter().enumerate() {
+            member
+                .send(RingMsg::Next(ring[(i + 1) % CORES].clone()))
+                .map_err(|_| format!("ring member {i} is gone"))?;
+        }
+        let doomed =
+            runtime.spawn_actor_on(2, Doomed).map_err(|error| format!("spawning doomed: {error}"))?;
+        let watch = monitor(doomed.pid());
+        doomed.send(()).map_err(|_| "doomed is gone early".to_string())?;
+        for id in 0..TOKENS {
+            ring[0]
+                .send(RingMsg::Token(Token { id, hops: HOPS, path: Vec::new() }))
+                .map_err(|_| "ring member 0 is gone".to_string())?;
+        }
+        let down = watch.rx.recv().map_err(|_| "no Down for the doomed actor".to_string())?;
+        ensure!(
+            matches!(&down.reason, ExitReason::Panicked(m) if m.contains("doomed actor")),
+            "doomed actor ended {:?}",
+            down.reason
+        );
+        let mut seen = Vec::new();
+        for _ in 0..TOKENS {
+            let (id, path) = done_rx.recv().map_err(|_| "the ring stopped reporting".to_string())?;
+            ensure!(path.len() == HOPS as usize + 1, "token {id} made {} stops", path.len());
+            for (hop, core) in path.iter().enumerate() {
+                ensure!(
+                    *core == hop % CORES,
+                    "token {id} hop {hop} ran on core {core}, expected {}",
+                    hop % CORES
+                );
+            }
+            seen.push(id);
+        }
+        seen.sort_unstable();
+        ensure!(seen == (0..TOKENS).collect::<Vec<_>>(), "tokens lost or doubled: {seen:?}");
+        let panics: u64 = (0..CORES).map(|w| runtime.actor_stats(w).panics).sum();
+        ensure!(panics == 1, "{panics} actor panics counted, expected 1");
+        for member in &ring {
+            let _ = member.send(RingMsg::Next(member.clone()));
+            member.stop().map_err(|_| "a ring member ended early".to_string())?;
+        }
+        crate::println!(
+            "smp_actors: {TOKENS} tokens x {HOPS} hops across {CORES} cores, every path checked; \
+             a panicking actor abandoned on its handler stack and its monitor told"
+        );
+        Ok(())
+    })
+}
