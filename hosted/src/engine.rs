@@ -118,6 +118,13 @@ impl Builder {
         self
     }
 
+    /// Mailbox entries one handler actor handles per pass; 0 = unlimited
+    /// (see [`Config::actor_message_budget`]).
+    pub fn actor_message_budget(mut self, entries: usize) -> Builder {
+        self.config.actor_message_budget = entries;
+        self
+    }
+
     /// Most processes alive at once (the slab size).
     pub fn max_actors(mut self, count: usize) -> Builder {
         self.config.max_actors = count;

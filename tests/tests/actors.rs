@@ -888,3 +888,155 @@ fn small_exchange(drive: Drive) {
     counted_exchange(drive, 200, 50, 4);
 }
 drive_tests!(small_exchange => counted_exchange_keeps_every_message_and_its_order_1, counted_exchange_keeps_every_message_and_its_order_4, counted_exchange_keeps_every_message_and_its_order_engine);
+
+// ------------------------------------------ the pass's guarantees, threaded
+
+/// The pass-level guarantees as a program on the Engine (or any host)
+/// sees them: with an ingress budget of 4 a backlog is still consumed in
+/// full and in order; a spawn and an admin command sent behind a backlog
+/// are served; a hot self-sending actor does not starve a cold one; an
+/// actor spawned with messages already waiting gets them all, then the
+/// stop queued behind them.
+fn pass_guarantees(drive: Drive) {
+    let workers = drive.workers();
+    let config = Config {
+        worker_count: workers,
+        worker_ingress_budget: 4,
+        actor_message_budget: 8,
+        ..Config::default()
+    };
+    let run = move || {
+        let rt = smarm::current_runtime().unwrap();
+        let target = workers - 1;
+        // A backlog through the transfer queue.
+        let (a, a_log) = recorder(&rt, target);
+        for seq in 0..1_000 {
+            a.send((0, seq)).unwrap();
+        }
+        // A spawn and an admin command behind it.
+        let (b, b_log) = recorder(&rt, target);
+        let inspected = Arc::new(AtomicBool::new(false));
+        let i = inspected.clone();
+        rt.inspect_actor(a.pid(), move |found| i.store(found.is_some(), Ordering::SeqCst)).unwrap();
+        wait_until("spawn and admin served", || {
+            inspected.load(Ordering::SeqCst) && b_log.started_on.lock().unwrap().len() == 1
+        });
+        wait_until("backlog consumed", || a_log.seen.lock().unwrap().len() == 1_000);
+        assert_fifo(&a_log.seen.lock().unwrap(), 1, 1_000);
+        // A hot actor next to a cold one.
+        let handled = Arc::new(AtomicU64::new(0));
+        let hot = rt.spawn_actor_on(target, Hot { handled: handled.clone() }).unwrap();
+        wait_until("hot running", || handled.load(Ordering::SeqCst) > 100);
+        b.send((0, 0)).unwrap();
+        wait_until("the cold actor is served while the hot one runs", || {
+            b_log.seen.lock().unwrap().len() == 1
+        });
+        rt.request_stop(hot.pid()).unwrap();
+        // Messages and a stop for an actor not installed yet.
+        let (c, c_log) = recorder(&rt, target);
+        for seq in 0..50 {
+            c.send((0, seq)).unwrap();
+        }
+        c.stop().unwrap();
+        wait_until("c stopped", || !c.is_alive());
+        assert_fifo(&c_log.seen.lock().unwrap(), 1, 50);
+        assert_eq!(*c_log.stopped.lock().unwrap(), vec![ExitReason::Stopped]);
+        a.stop().unwrap();
+        b.stop().unwrap();
+        wait_until("all ended", || rt.live() == 1);
+    };
+    match drive {
+        Drive::Single(_) => smarm::run_with(config, run),
+        Drive::Threads(n) => {
+            let engine = smarm::Engine::builder()
+                .workers(n)
+                .ingress_budget(4)
+                .actor_message_budget(8)
+                .build()
+                .unwrap();
+            engine.block_on(run).unwrap()
+        }
+    }
+}
+drive_tests!(pass_guarantees => pass_guarantees_hold_1, pass_guarantees_hold_4, pass_guarantees_hold_engine);
+
+#[test]
+fn an_idle_worker_with_actors_parks() {
+    let engine = smarm::Engine::builder().workers(2).build().unwrap();
+    let rt = engine.runtime().clone();
+    let (a, log) = recorder(&rt, 1);
+    a.send((0, 0)).unwrap();
+    let start = std::time::Instant::now();
+    while log.seen.lock().unwrap().len() < 1 {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(ms(1));
+    }
+    // Let the spinner give up, then count passes over a quiet stretch.
+    std::thread::sleep(ms(100));
+    let before = rt.stats(1).passes;
+    std::thread::sleep(ms(100));
+    let after = rt.stats(1).passes;
+    assert!(after - before < 10, "an idle worker made {} passes in 100 ms: it busy-loops", after - before);
+    // A send wakes it.
+    a.send((0, 1)).unwrap();
+    let start = std::time::Instant::now();
+    while log.seen.lock().unwrap().len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the send did not wake the parked worker");
+        std::thread::sleep(ms(1));
+    }
+    a.stop().unwrap();
+    engine.wait();
+}
+
+#[test]
+fn spawn_errors_are_typed() {
+    let mut s = stepper(2, |c| c.max_actors = 2);
+    let rt = s.runtime().clone();
+    assert_eq!(rt.spawn_actor_on(7, OneShot).unwrap_err(), smarm::SpawnError::NoSuchWorker(7));
+    assert_eq!(smarm::spawn_actor(OneShot).unwrap_err(), smarm::SpawnError::NotInProcess);
+    let a = rt.spawn_actor(OneShot).unwrap();
+    let b = rt.spawn_actor(OneShot).unwrap();
+    assert_eq!(rt.spawn_actor(OneShot).unwrap_err(), smarm::SpawnError::Full);
+    a.send(0).unwrap();
+    b.send(0).unwrap();
+    settle(&mut s);
+    assert_eq!(rt.live(), 0);
+    rt.close();
+    assert_eq!(rt.spawn_actor(OneShot).unwrap_err(), smarm::SpawnError::Closed);
+}
+
+/// The README's example, verbatim in substance.
+#[test]
+fn readme_counter_example() {
+    struct Counter {
+        total: u64,
+    }
+    enum Msg {
+        Add(u64),
+        Get(smarm::Sender<u64>),
+    }
+    impl Actor for Counter {
+        type Msg = Msg;
+        fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, msg: Msg) {
+            match msg {
+                Msg::Add(n) => self.total += n,
+                Msg::Get(reply) => {
+                    let _ = reply.send(self.total);
+                }
+            }
+        }
+    }
+    let total = smarm::run(|| {
+        let rt = smarm::current_runtime().unwrap();
+        let counter = rt.spawn_actor(Counter { total: 0 }).unwrap();
+        for n in 1..=10 {
+            counter.send(Msg::Add(n)).unwrap();
+        }
+        let (tx, rx) = smarm::channel();
+        counter.send(Msg::Get(tx)).unwrap();
+        let total = rx.recv().unwrap();
+        counter.stop().unwrap();
+        total
+    });
+    assert_eq!(total, 55);
+}

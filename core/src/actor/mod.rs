@@ -76,12 +76,15 @@
 //! # Handlers never park
 //!
 //! A handler runs on its worker's own stack, between processes: it must
-//! not block. Channel sends from a handler use `try_send`; a full bounded
-//! channel is then `TrySendError::Full` with the message handed back, and
-//! the blocking calls (`send`, `recv`, `sleep`, `lock`) return
-//! `NotInProcess`-style errors instead of parking, since no process is
-//! running. Talk to processes with unbounded channels or with messages
-//! through their actors.
+//! not block. Send to processes over unbounded channels (their `send`
+//! never blocks), or with `try_send` / `send_timeout` on bounded ones: a
+//! full channel is then a typed error with the message handed back
+//! (`TrySendError::Full`, `SendTimeoutError::NotInProcess`). Plain `send`
+//! on a full bounded channel, like every blocking call outside a process,
+//! does not park: it spins the worker's thread, which stalls every process
+//! and actor of that worker — never use it in a handler. `recv`, `sleep`
+//! and `lock` return their `NotInProcess` errors. Talk to other actors by
+//! message.
 
 pub(crate) mod cell;
 pub(crate) mod envelope;
