@@ -51,6 +51,12 @@ pub use engine::{Builder, Engine};
 pub use host::StopSentinel;
 /// Handler actors (re-exported from `smarm-core`).
 pub use smarm_core::actor;
+pub use smarm_core::actor::{
+    ActorStatus, Ask, ExternalSender, Inbox, InboxAddr, ProcessInfo, RemoteEnvelope, RemoteSink, ReplyTo,
+    RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension, WorkerStats,
+};
+/// A process's state word state, as `list_processes` reports it.
+pub use smarm_core::kernel::state::State as ProcessState;
 pub use smarm_core::otp::local::ActorLocal;
 /// Supervisors and gen_server (re-exported from `smarm-core`).
 pub use smarm_core::otp::{gen_server, supervisor};

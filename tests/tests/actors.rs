@@ -360,15 +360,19 @@ fn spawn_and_admin_drains_are_not_blocked_by_transfer_backlog() {
             a.send((0, seq)).unwrap();
         }
         let (b, b_log) = recorder(&rt, 0);
-        let info = Arc::new(Mutex::new(None));
-        let i = info.clone();
-        rt.inspect_actor(a.pid(), move |found| *i.lock().unwrap() = found).unwrap();
+        let inspected = rt.inspect(a.pid());
         s.try_tick();
         assert_eq!(b_log.started_on.lock().unwrap().len(), 1, "the spawn was drained in the first pass");
-        let found = info.lock().unwrap().clone().expect("the admin command ran in the first pass");
+        let found =
+            inspected.try_get().expect("the admin command ran in the first pass").expect("a is alive");
         assert_eq!(found.pid, a.pid());
-        assert!(found.installed);
+        assert_ne!(found.status, smarm::ActorStatus::Starting);
         assert!(found.type_name.ends_with("Recorder"));
+        assert_eq!(
+            (found.mailbox_depth, found.handled),
+            (0, 0),
+            "inspected while the backlog still waits in the transfer queue"
+        );
         assert_eq!(a_log.seen.lock().unwrap().len(), 4, "while the backlog moves four at a time");
         a.stop().unwrap();
         b.stop().unwrap();
@@ -915,12 +919,9 @@ fn pass_guarantees(drive: Drive) {
         }
         // A spawn and an admin command behind it.
         let (b, b_log) = recorder(&rt, target);
-        let inspected = Arc::new(AtomicBool::new(false));
-        let i = inspected.clone();
-        rt.inspect_actor(a.pid(), move |found| i.store(found.is_some(), Ordering::SeqCst)).unwrap();
-        wait_until("spawn and admin served", || {
-            inspected.load(Ordering::SeqCst) && b_log.started_on.lock().unwrap().len() == 1
-        });
+        let inspected = rt.inspect(a.pid()).wait().unwrap();
+        assert!(inspected.is_some(), "the admin command was served");
+        wait_until("spawn served", || b_log.started_on.lock().unwrap().len() == 1);
         wait_until("backlog consumed", || a_log.seen.lock().unwrap().len() == 1_000);
         assert_fifo(&a_log.seen.lock().unwrap(), 1, 1_000);
         // A hot actor next to a cold one.
@@ -967,7 +968,7 @@ fn an_idle_worker_with_actors_parks() {
     let (a, log) = recorder(&rt, 1);
     a.send((0, 0)).unwrap();
     let start = std::time::Instant::now();
-    while log.seen.lock().unwrap().len() < 1 {
+    while log.seen.lock().unwrap().is_empty() {
         assert!(start.elapsed() < Duration::from_secs(10));
         std::thread::sleep(ms(1));
     }

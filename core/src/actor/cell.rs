@@ -59,6 +59,14 @@ pub(crate) trait ErasedCell: Send {
     fn clear(&mut self) -> usize;
     /// The actor's type name.
     fn type_name(&self) -> &'static str;
+    /// Not run while set (admin suspend); messages wait.
+    fn suspended(&mut self) -> &mut bool;
+    /// Who spawned it: the actor or process, if any.
+    fn parent(&self) -> Option<Pid>;
+    /// Type name of the last entry it handled ("" before the first).
+    fn last_message(&self) -> &'static str;
+    /// The actor value, for admin commands that know its type.
+    fn actor_any(&mut self) -> &mut dyn Any;
 }
 
 pub(crate) struct Cell<A: Actor> {
@@ -68,11 +76,14 @@ pub(crate) struct Cell<A: Actor> {
     started: bool,
     stopped: bool,
     queued: bool,
+    suspended: bool,
     handled: u64,
+    parent: Option<Pid>,
+    last: &'static str,
 }
 
 impl<A: Actor> Cell<A> {
-    pub(crate) fn boxed(pid: Pid, actor: A) -> Box<dyn ErasedCell> {
+    pub(crate) fn boxed(pid: Pid, actor: A, parent: Option<Pid>) -> Box<dyn ErasedCell> {
         Box::new(Cell {
             actor,
             pid,
@@ -80,7 +91,10 @@ impl<A: Actor> Cell<A> {
             started: false,
             stopped: false,
             queued: false,
+            suspended: false,
             handled: 0,
+            parent,
+            last: "",
         })
     }
 }
@@ -118,9 +132,18 @@ impl<A: Actor> ErasedCell for Cell<A> {
             handled += 1;
             self.handled += 1;
             match item {
-                Item::Msg(msg) => self.actor.handle(&mut ctx, msg),
-                Item::Signal(Signal::Down(down)) => self.actor.handle_down(&mut ctx, down),
-                Item::Signal(Signal::Exit(signal)) => self.actor.handle_exit(&mut ctx, signal),
+                Item::Msg(msg) => {
+                    self.last = core::any::type_name::<A::Msg>();
+                    self.actor.handle(&mut ctx, msg)
+                }
+                Item::Signal(Signal::Down(down)) => {
+                    self.last = "Down";
+                    self.actor.handle_down(&mut ctx, down)
+                }
+                Item::Signal(Signal::Exit(signal)) => {
+                    self.last = "ExitSignal";
+                    self.actor.handle_exit(&mut ctx, signal)
+                }
                 Item::Signal(Signal::Stop(reason)) => ctx.stop = Some(reason),
             }
         }
@@ -148,5 +171,21 @@ impl<A: Actor> ErasedCell for Cell<A> {
 
     fn type_name(&self) -> &'static str {
         core::any::type_name::<A>()
+    }
+
+    fn suspended(&mut self) -> &mut bool {
+        &mut self.suspended
+    }
+
+    fn parent(&self) -> Option<Pid> {
+        self.parent
+    }
+
+    fn last_message(&self) -> &'static str {
+        self.last
+    }
+
+    fn actor_any(&mut self) -> &mut dyn Any {
+        &mut self.actor
     }
 }

@@ -88,8 +88,16 @@
 
 pub(crate) mod cell;
 pub(crate) mod envelope;
+pub mod inbox;
 pub(crate) mod queue;
+pub mod services;
 pub(crate) mod system;
+
+pub use inbox::{Ask, Disconnected, Inbox, InboxAddr, InboxRecv, RecvError, ReplyTo, TryRecvError};
+pub use services::{
+    ActorInfo, ActorStatus, AlreadySet, ExternalSender, ProcessInfo, RemoteEnvelope, RemoteSink,
+    RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension, WorkerStats,
+};
 
 use alloc::boxed::Box;
 use core::any::TypeId;
@@ -189,12 +197,12 @@ impl<'a, A: Actor> Ctx<'a, A> {
     /// this pass, before this pass's same-worker messages are delivered, so
     /// messages sent to it right away are not lost.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Result<Addr<B>, SpawnError> {
-        spawn_in(&self.env.local.runtime, self.env.local.worker, actor)
+        spawn_in(&self.env.local.runtime, self.env.local.worker, actor, Some(self.pid))
     }
 
     /// Spawns `actor` on worker `worker`.
     pub fn spawn_on<B: Actor>(&mut self, worker: usize, actor: B) -> Result<Addr<B>, SpawnError> {
-        spawn_in(&self.env.local.runtime, worker, actor)
+        spawn_in(&self.env.local.runtime, worker, actor, Some(self.pid))
     }
 
     /// Ends this actor once the current message is handled (`Normal`):
@@ -244,6 +252,12 @@ impl<'a, A: Actor> Ctx<'a, A> {
     pub fn trap_exit(&mut self, trap: bool) {
         let trap = trap.then(|| exit_trap(self.env.local.runtime.clone(), self.pid));
         let _ = self.env.local.runtime.set_trap(self.pid, trap);
+    }
+
+    /// Where the runtime stands: this worker, the worker count, the actors
+    /// across the workers, the uptime.
+    pub fn system_info(&self) -> SystemInfo {
+        services::system_info(self.env)
     }
 
     /// Registers this actor under `name` (see the registry).
@@ -346,11 +360,11 @@ impl<A: Actor> Addr<A> {
 
     /// The untyped address, for routing and administration.
     pub fn address(&self) -> ActorAddress {
-        ActorAddress {
-            pid: self.pid,
-            runtime: self.runtime.clone(),
-            accepts: Some((TypeId::of::<A::Msg>(), core::any::type_name::<A::Msg>())),
-        }
+        ActorAddress::new(
+            Target::Local(self.pid),
+            &self.runtime,
+            Some((TypeId::of::<A::Msg>(), core::any::type_name::<A::Msg>())),
+        )
     }
 }
 
@@ -364,12 +378,24 @@ impl<A: Actor> From<Addr<A>> for Child {
     }
 }
 
-/// An untyped actor address: a pid in a runtime, and the message type the
-/// actor takes when it is known. A send of another type is refused with
-/// [`ActorSendError::WrongType`] and counted, never a panic.
+/// What an untyped address names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Target {
+    /// An actor of this runtime.
+    Local(Pid),
+    /// An inbox of this runtime.
+    Inbox(u64),
+    /// Something on another node, reached through the remote sink.
+    Remote { node: u64, id: u64 },
+}
+
+/// An untyped address, for routing and administration: an actor or an
+/// inbox of this runtime, or a remote address a transport handles — and
+/// the message type it takes, when known. A send of another type is
+/// refused with [`ActorSendError::WrongType`] and counted, never a panic.
 #[derive(Clone)]
 pub struct ActorAddress {
-    pid: Pid,
+    target: Target,
     runtime: Runtime,
     accepts: Option<(TypeId, &'static str)>,
 }
@@ -377,48 +403,109 @@ pub struct ActorAddress {
 impl fmt::Debug for ActorAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let accepts = self.accepts.map_or("?", |(_, name)| name);
-        write!(f, "ActorAddress({}, accepts {accepts})", self.pid)
+        match self.target {
+            Target::Local(pid) => write!(f, "ActorAddress({pid}, accepts {accepts})"),
+            Target::Inbox(id) => write!(f, "ActorAddress(inbox #{id}, accepts {accepts})"),
+            Target::Remote { node, id } => write!(f, "ActorAddress(node {node} #{id}, accepts {accepts})"),
+        }
     }
 }
 
+impl PartialEq for ActorAddress {
+    fn eq(&self, other: &Self) -> bool {
+        self.target == other.target && alloc::sync::Arc::ptr_eq(&self.runtime.shared, &other.runtime.shared)
+    }
+}
+impl Eq for ActorAddress {}
+
 impl ActorAddress {
+    pub(crate) fn new(
+        target: Target,
+        runtime: &Runtime,
+        accepts: Option<(TypeId, &'static str)>,
+    ) -> ActorAddress {
+        ActorAddress { target, runtime: runtime.clone(), accepts }
+    }
+
     /// The address of the actor `pid` in `runtime`, its message type
     /// unknown: a send of the wrong type is then refused on delivery
     /// (counted in the worker's `mismatches`) rather than at the call.
     pub fn from_pid(runtime: &Runtime, pid: Pid) -> ActorAddress {
-        ActorAddress { pid, runtime: runtime.clone(), accepts: None }
+        ActorAddress::new(Target::Local(pid), runtime, None)
     }
 
-    /// The actor's pid.
-    pub fn pid(&self) -> Pid {
-        self.pid
+    /// A remote address: `id` on node `node`, as a transport numbers them.
+    /// Sends go to the runtime's [`RemoteSink`]; with none installed they
+    /// are `ActorSendError::NoRoute`.
+    pub fn remote(runtime: &Runtime, node: u64, id: u64) -> ActorAddress {
+        ActorAddress::new(Target::Remote { node, id }, runtime, None)
     }
 
-    /// The name of the message type the actor takes, when known.
+    /// The actor's pid, if the address names an actor of this runtime.
+    pub fn pid(&self) -> Option<Pid> {
+        match self.target {
+            Target::Local(pid) => Some(pid),
+            _ => None,
+        }
+    }
+
+    /// The name of the message type the target takes, when known.
     pub fn accepts(&self) -> Option<&'static str> {
         self.accepts.map(|(_, name)| name)
     }
 
-    /// Sends `msg` if the actor takes an `M`.
+    /// Sends `msg` if the target takes an `M`: an actor through its
+    /// worker, an inbox through the runtime's inbox registry, a remote
+    /// address through the remote sink.
     pub fn send<M: Send + 'static>(&self, msg: M) -> Result<(), ActorSendError<M>> {
+        let shared = &self.runtime.shared;
         if let Some((accepted, _)) = self.accepts {
             if accepted != TypeId::of::<M>() {
-                let shared = &self.runtime.shared;
-                if let (Some(worker), Some(system)) =
-                    (shared.stackless_worker(self.pid), ActorSystem::get(shared))
-                {
+                let worker = match self.target {
+                    Target::Local(pid) => shared.stackless_worker(pid),
+                    _ => None,
+                };
+                if let (Some(worker), Some(system)) = (worker, ActorSystem::get(shared)) {
                     system.ingress[worker].stats.refused.fetch_add(1, Ordering::Relaxed);
                 }
                 return Err(ActorSendError::WrongType(msg));
             }
         }
-        send_to(&self.runtime.shared, self.pid, msg)
+        match self.target {
+            Target::Local(pid) => send_to(shared, pid, msg),
+            Target::Inbox(id) => {
+                let inbox = ActorSystem::of(shared).inboxes.lock().get(&id).cloned();
+                let Some(inbox) = inbox else { return Err(ActorSendError::NoActor(msg)) };
+                inbox::count_inbox_send(shared);
+                inbox.push_any(Box::new(msg)).map_err(|payload| match payload.downcast::<M>() {
+                    Ok(m) => ActorSendError::NoActor(*m),
+                    // `push_any` gives back what it was given.
+                    Err(_) => unreachable!("an inbox gave back another payload"),
+                })
+            }
+            Target::Remote { node, id } => {
+                let sink = ActorSystem::of(shared).remote.lock().clone();
+                let Some(sink) = sink else { return Err(ActorSendError::NoRoute(msg)) };
+                let envelope = RemoteEnvelope {
+                    node,
+                    id,
+                    payload: Box::new(msg),
+                    type_name: core::any::type_name::<M>(),
+                };
+                sink.deliver(envelope).map_err(|envelope| match envelope.payload.downcast::<M>() {
+                    Ok(m) => ActorSendError::NoRoute(*m),
+                    Err(_) => unreachable!("a remote sink gave back another payload"),
+                })
+            }
+        }
     }
 
-    /// Queues a stop behind the messages already sent from here.
+    /// Queues a stop behind the messages already sent from here (actors
+    /// only).
     pub fn stop(&self) -> Result<(), NoProc> {
-        let envelope = Envelope::new(self.pid, Sig(Signal::Stop(ExitReason::Stopped)));
-        deposit(&self.runtime.shared, envelope).map_err(|_| NoProc(self.pid))
+        let Target::Local(pid) = self.target else { return Err(NoProc(Pid::from_parts(0, 0))) };
+        let envelope = Envelope::new(pid, Sig(Signal::Stop(ExitReason::Stopped)));
+        deposit(&self.runtime.shared, envelope).map_err(|_| NoProc(pid))
     }
 }
 
@@ -427,15 +514,18 @@ impl ActorAddress {
 pub enum ActorSendError<M> {
     /// No live actor at the address (it ended, or the pid is a process's).
     NoActor(M),
-    /// The actor takes another message type.
+    /// The target takes another message type.
     WrongType(M),
+    /// A remote address, and no remote sink installed (or the sink
+    /// refused the message).
+    NoRoute(M),
 }
 
 impl<M> ActorSendError<M> {
     /// The message that was not sent.
     pub fn into_inner(self) -> M {
         match self {
-            ActorSendError::NoActor(m) | ActorSendError::WrongType(m) => m,
+            ActorSendError::NoActor(m) | ActorSendError::WrongType(m) | ActorSendError::NoRoute(m) => m,
         }
     }
 }
@@ -445,6 +535,7 @@ impl<M> fmt::Debug for ActorSendError<M> {
         match self {
             ActorSendError::NoActor(_) => f.write_str("NoActor(..)"),
             ActorSendError::WrongType(_) => f.write_str("WrongType(..)"),
+            ActorSendError::NoRoute(_) => f.write_str("NoRoute(..)"),
         }
     }
 }
@@ -452,8 +543,13 @@ impl<M> fmt::Debug for ActorSendError<M> {
 impl<M> fmt::Display for ActorSendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ActorSendError::NoActor(_) => f.write_str("no live actor at this address: it has ended"),
-            ActorSendError::WrongType(_) => f.write_str("the actor takes another message type"),
+            ActorSendError::NoActor(_) => {
+                f.write_str("nothing live at this address: the actor or inbox has ended")
+            }
+            ActorSendError::WrongType(_) => f.write_str("the target takes another message type"),
+            ActorSendError::NoRoute(_) => {
+                f.write_str("no route to the remote address: install a RemoteSink (a transport)")
+            }
         }
     }
 }
@@ -470,27 +566,34 @@ fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), A
     })
 }
 
-fn spawn_in<A: Actor>(runtime: &Runtime, worker: usize, actor: A) -> Result<Addr<A>, SpawnError> {
+fn spawn_in<A: Actor>(
+    runtime: &Runtime,
+    worker: usize,
+    actor: A,
+    parent: Option<Pid>,
+) -> Result<Addr<A>, SpawnError> {
     let shared = &runtime.shared;
     let pid = shared.reserve_stackless(worker)?;
-    route_install(shared, worker, Envelope::new(pid, Install(Cell::boxed(pid, actor))));
+    route_install(shared, worker, Envelope::new(pid, Install(Cell::boxed(pid, actor, parent))));
     Ok(Addr::new(pid, runtime.clone()))
 }
 
 impl Runtime {
     /// Spawns `actor` on the next worker, round-robin.
     pub fn spawn_actor<A: Actor>(&self, actor: A) -> Result<Addr<A>, SpawnError> {
-        spawn_in(self, self.shared.next_worker(), actor)
+        spawn_in(self, self.shared.next_worker(), actor, process::self_pid())
     }
 
     /// Spawns `actor` on worker `worker`.
     pub fn spawn_actor_on<A: Actor>(&self, worker: usize, actor: A) -> Result<Addr<A>, SpawnError> {
-        spawn_in(self, worker, actor)
+        spawn_in(self, worker, actor, process::self_pid())
     }
 
     /// Per-worker actor statistics of worker `worker`, as of its last pass.
     pub fn actor_stats(&self, worker: usize) -> ActorStats {
-        let Some(system) = ActorSystem::get(&self.shared) else { return ActorStats::default() };
+        let Some(system) = ActorSystem::get(&self.shared) else {
+            return ActorStats { restarts: self.restarts(worker), ..ActorStats::default() };
+        };
         let Some(ingress) = system.ingress.get(worker) else { return ActorStats::default() };
         let s = &ingress.stats;
         let load = |c: &crate::kernel::atomic::AtomicU64| c.load(Ordering::Relaxed);
@@ -499,6 +602,10 @@ impl Runtime {
             mailbox_depth: load(&s.mailbox_depth),
             handled: load(&s.handled),
             local_sends: load(&s.local_sends),
+            cross_sends: load(&s.cross_sends),
+            inbox_sends: load(&s.inbox_sends),
+            restarts: self.restarts(worker),
+            pass_time: core::time::Duration::from_nanos(load(&s.pass_nanos)),
             transfers_in: load(&s.transfers_in),
             mismatches: load(&s.mismatches) + load(&s.refused),
             panics: load(&s.panics),
@@ -506,36 +613,6 @@ impl Runtime {
             stopped: load(&s.stopped),
         }
     }
-
-    /// Runs `f` on the driver of the worker that owns actor `pid`, through
-    /// its admin queue (never stuck behind a transfer backlog), with what
-    /// the worker knows of the actor — `None` if it has ended.
-    pub fn inspect_actor(
-        &self,
-        pid: Pid,
-        f: impl FnOnce(Option<ActorInfo>) + Send + 'static,
-    ) -> Result<(), NoProc> {
-        let worker = self.shared.stackless_worker(pid).ok_or(NoProc(pid))?;
-        system::route_admin(&self.shared, worker, Box::new(move |env: &Env<'_>| f(system::info(env, pid))));
-        Ok(())
-    }
-}
-
-/// What a worker knows of one of its actors.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActorInfo {
-    /// The actor's pid.
-    pub pid: Pid,
-    /// Its worker.
-    pub worker: usize,
-    /// The actor's type name.
-    pub type_name: &'static str,
-    /// Entries waiting in its mailbox.
-    pub mailbox_depth: usize,
-    /// Entries it has handled.
-    pub handled: u64,
-    /// `false` if it is spawned but not installed yet.
-    pub installed: bool,
 }
 
 /// One worker's actor counters as of its last pass.
@@ -549,6 +626,11 @@ pub struct ActorStats {
     pub handled: u64,
     /// Sends staged in `pending_local` (from this worker to itself).
     pub local_sends: u64,
+    /// Sends from this worker (a handler or a process) into another
+    /// worker's transfer queue.
+    pub cross_sends: u64,
+    /// Sends from this worker into inboxes.
+    pub inbox_sends: u64,
     /// Envelopes taken from its transfer queue (from other workers and
     /// from outside).
     pub transfers_in: u64,
@@ -562,6 +644,10 @@ pub struct ActorStats {
     pub dropped: u64,
     /// Actors that ended other than by panicking.
     pub stopped: u64,
+    /// Supervisor restarts made on this worker.
+    pub restarts: u64,
+    /// Time spent in the actor part of this worker's passes.
+    pub pass_time: core::time::Duration,
 }
 
 /// Spawns `actor` from a process, on the process's worker.
@@ -569,5 +655,5 @@ pub struct ActorStats {
 pub fn spawn_actor<A: Actor>(actor: A) -> Result<Addr<A>, SpawnError> {
     let runtime = process::current_runtime().ok_or(SpawnError::NotInProcess)?;
     let worker = process::current_worker().ok_or(SpawnError::NotInProcess)?;
-    spawn_in(&runtime, worker, actor)
+    spawn_in(&runtime, worker, actor, process::self_pid())
 }

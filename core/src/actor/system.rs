@@ -13,14 +13,20 @@ use core::cell::{Cell as StdCell, RefCell};
 
 use crate::actor::cell::{ErasedCell, Item, Signal};
 use crate::actor::envelope::{Envelope, Payload};
+use crate::actor::inbox::ErasedInbox;
 use crate::actor::queue::Mpsc;
-use crate::kernel::atomic::{AtomicU64, Ordering};
+use crate::actor::services::{
+    ActorInfo, ActorStatus, ProcessInfo, RemoteSink, RuntimeExtension, SpawnInfo, WorkerCtx, WorkerExtension,
+};
+use crate::kernel::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::kernel::current;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
 use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::spin::RuntimeMutex;
+use alloc::collections::BTreeMap;
 
 /// One worker's ingress: transfer (messages and signals from other workers
 /// and from outside), spawn and admin queues, and its published statistics.
@@ -38,7 +44,11 @@ pub(crate) struct Published {
     pub(crate) mailbox_depth: AtomicU64,
     pub(crate) handled: AtomicU64,
     pub(crate) local_sends: AtomicU64,
+    pub(crate) cross_sends: AtomicU64,
+    pub(crate) inbox_sends: AtomicU64,
     pub(crate) transfers_in: AtomicU64,
+    pub(crate) restarts: AtomicU64,
+    pub(crate) pass_nanos: AtomicU64,
     pub(crate) mismatches: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) dropped: AtomicU64,
@@ -54,7 +64,11 @@ pub(crate) struct Counters {
     pub(crate) actors: StdCell<u64>,
     pub(crate) handled: StdCell<u64>,
     pub(crate) local_sends: StdCell<u64>,
+    pub(crate) cross_sends: StdCell<u64>,
+    pub(crate) inbox_sends: StdCell<u64>,
     pub(crate) transfers_in: StdCell<u64>,
+    pub(crate) restarts: StdCell<u64>,
+    pub(crate) pass_nanos: StdCell<u64>,
     pub(crate) mismatches: StdCell<u64>,
     pub(crate) panics: StdCell<u64>,
     pub(crate) dropped: StdCell<u64>,
@@ -68,13 +82,33 @@ fn bump(counter: &StdCell<u64>, by: u64) {
 /// The runtime's actor machinery: the kernel's worker plugin.
 pub(crate) struct ActorSystem {
     pub(crate) ingress: Box<[Ingress]>,
+    /// Inboxes by id, for sends through untyped addresses.
+    pub(crate) inboxes: RuntimeMutex<BTreeMap<u64, Arc<dyn ErasedInbox>>>,
+    pub(crate) next_inbox: AtomicU64,
+    /// Sends from threads that drive no worker.
+    pub(crate) external_sends: AtomicU64,
+    /// The runtime extension, once set.
+    pub(crate) extension: RuntimeMutex<Option<Arc<dyn RuntimeExtension>>>,
+    pub(crate) has_extension: AtomicBool,
+    /// Where sends to remote addresses go, once set.
+    pub(crate) remote: RuntimeMutex<Option<Arc<dyn RemoteSink>>>,
+    /// When the runtime's actor system started (platform clock).
+    pub(crate) started: u64,
 }
 
 impl ActorSystem {
     /// The runtime's actor system, installed on first use.
     pub(crate) fn of(shared: &Shared) -> &ActorSystem {
         let workers = shared.workers.len();
+        let started = shared.platform.now();
         let system = shared.install_plugin(|| ActorSystem {
+            inboxes: RuntimeMutex::leaf(BTreeMap::new()),
+            next_inbox: AtomicU64::new(1),
+            external_sends: AtomicU64::new(0),
+            extension: RuntimeMutex::leaf(None),
+            has_extension: AtomicBool::new(false),
+            remote: RuntimeMutex::leaf(None),
+            started,
             ingress: (0..workers)
                 .map(|_| Ingress {
                     transfer: Mpsc::new(),
@@ -127,6 +161,9 @@ pub(crate) struct Local {
     /// asks for them through `woken`.
     ending: RefCell<Vec<(Pid, ExitReason)>>,
     pub(crate) counters: Counters,
+    /// This worker's extension, made on its first pass after the runtime
+    /// extension is set.
+    pub(crate) extension: RefCell<Option<Box<dyn WorkerExtension>>>,
 }
 
 impl Local {
@@ -135,6 +172,18 @@ impl Local {
     pub(crate) fn with_current<R>(shared: &Shared, worker: usize, f: impl FnOnce(&Local) -> R) -> Option<R> {
         current::with(|core| {
             if !core.is(shared, worker) {
+                return None;
+            }
+            let local = core.plugin_state()?.downcast_ref::<Local>()?;
+            Some(f(local))
+        })
+        .flatten()
+    }
+
+    /// The calling thread's worker state for `shared`, whatever worker.
+    pub(crate) fn with_any<R>(shared: &Shared, f: impl FnOnce(&Local) -> R) -> Option<R> {
+        current::with(|core| {
+            if !core.is(shared, core.id) {
                 return None;
             }
             let local = core.plugin_state()?.downcast_ref::<Local>()?;
@@ -264,7 +313,16 @@ impl Payload for Install {
             // Runnable at once: `on_start` runs in the next run step.
             // SAFETY: as above.
             if let Lookup::Installed(cell) = unsafe { lookup(shared, local, dest) } {
+                let info = SpawnInfo {
+                    pid: dest,
+                    worker: local.worker,
+                    type_name: cell.type_name(),
+                    parent: cell.parent(),
+                };
                 local.mark_runnable(dest, cell);
+                if let Some(extension) = ActorSystem::get(shared).and_then(ActorSystem::extension) {
+                    extension.on_spawn(&info);
+                }
             }
         }
         // A stop that got there first ended the reservation: the cell is
@@ -284,29 +342,132 @@ impl Payload for AdminCmd {
 }
 
 /// What the worker knows of actor `pid`, for an admin command.
-pub(crate) fn info(env: &Env<'_>, pid: Pid) -> Option<crate::actor::ActorInfo> {
+pub(crate) fn info(env: &Env<'_>, pid: Pid) -> Option<ActorInfo> {
     let worker = env.local.worker;
     // SAFETY: admin commands run in the pass's ingress step, on the
     // worker's driver, outside every handler.
     match unsafe { lookup(env.shared, env.local, pid) } {
-        Lookup::Installed(cell) => Some(crate::actor::ActorInfo {
-            pid,
-            worker,
-            type_name: cell.type_name(),
-            mailbox_depth: cell.len(),
-            handled: cell.handled(),
-            installed: true,
-        }),
-        Lookup::Pending(_) => Some(crate::actor::ActorInfo {
+        Lookup::Installed(cell) => Some(describe(worker, pid, cell)),
+        Lookup::Pending(_) => Some(ActorInfo {
             pid,
             worker,
             type_name: "",
+            parent: None,
             mailbox_depth: 0,
+            status: ActorStatus::Starting,
             handled: 0,
-            installed: false,
+            last_message: "",
         }),
         Lookup::Dead => None,
     }
+}
+
+fn describe(worker: usize, pid: Pid, cell: &mut dyn ErasedCell) -> ActorInfo {
+    let status = if *cell.suspended() {
+        ActorStatus::Suspended
+    } else if cell.len() > 0 {
+        ActorStatus::Runnable
+    } else {
+        ActorStatus::Idle
+    };
+    ActorInfo {
+        pid,
+        worker,
+        type_name: cell.type_name(),
+        parent: cell.parent(),
+        mailbox_depth: cell.len(),
+        status,
+        handled: cell.handled(),
+        last_message: cell.last_message(),
+    }
+}
+
+/// Every actor of this worker (the admin step of its pass).
+pub(crate) fn list(env: &Env<'_>) -> Vec<ActorInfo> {
+    let shared = env.shared;
+    let mut out = Vec::new();
+    for index in 0..shared.slot_count() {
+        let Some(pid) = shared.stackless_pid(index) else { continue };
+        if shared.stackless_worker(pid) != Some(env.local.worker) {
+            continue;
+        }
+        if let Some(info) = info(env, pid) {
+            out.push(info);
+        }
+    }
+    out
+}
+
+/// Every live process of this worker (the admin step of its pass).
+pub(crate) fn processes(env: &Env<'_>, runtime: &Runtime) -> Vec<ProcessInfo> {
+    let shared = env.shared;
+    let mut out = Vec::new();
+    for index in 0..shared.slot_count() {
+        // SAFETY: admin commands run on this worker's driver, outside any
+        // process.
+        let Some(view) = (unsafe { shared.process_view(index, env.local.worker) }) else { continue };
+        let (links, trapping) = runtime.links_of(view.pid);
+        out.push(ProcessInfo {
+            pid: view.pid,
+            name: runtime.name_of(view.pid),
+            worker: env.local.worker,
+            state: view.state,
+            links,
+            monitors: view.death_hooks,
+            trapping,
+            stack_high_water: view.stack_used,
+        });
+    }
+    out
+}
+
+/// Ends actor `pid` now (admin stop), ahead of its mail.
+pub(crate) fn stop_now(env: &Env<'_>, pid: Pid, reason: ExitReason) {
+    // SAFETY: the admin step, outside every handler.
+    let Lookup::Installed(cell) = (unsafe { lookup(env.shared, env.local, pid) }) else { return };
+    let mut stopped = None;
+    let panic = (env.shared.hooks.catch_panic)(&mut || {
+        cell.stop(env, &reason);
+        stopped = Some(());
+    });
+    let system = ActorSystem::of(env.shared);
+    match panic {
+        Some(message) => {
+            bump(&env.local.counters.panics, 1);
+            system.end(env, pid, ExitReason::Panicked(message), false);
+        }
+        None => system.end(env, pid, reason, true),
+    }
+}
+
+/// Suspends or resumes actor `pid`; whether it was found.
+pub(crate) fn set_suspended(env: &Env<'_>, pid: Pid, on: bool) -> bool {
+    // SAFETY: the admin step, outside every handler.
+    let Lookup::Installed(cell) = (unsafe { lookup(env.shared, env.local, pid) }) else { return false };
+    *cell.suspended() = on;
+    if !on && cell.len() > 0 {
+        env.local.mark_runnable(pid, cell);
+    }
+    true
+}
+
+/// Runs `f` on actor `pid`'s value (admin `with_state`), under the panic
+/// guard: a panicking `f` poisons the actor like a panicking handler.
+pub(crate) fn with_actor<R>(
+    env: &Env<'_>,
+    pid: Pid,
+    f: &mut dyn FnMut(&mut dyn Any) -> Option<R>,
+) -> Option<R> {
+    // SAFETY: the admin step, outside every handler.
+    let Lookup::Installed(cell) = (unsafe { lookup(env.shared, env.local, pid) }) else { return None };
+    let mut result = None;
+    let panic = (env.shared.hooks.catch_panic)(&mut || result = f(cell.actor_any()));
+    if let Some(message) = panic {
+        bump(&env.local.counters.panics, 1);
+        ActorSystem::of(env.shared).end(env, pid, ExitReason::Panicked(message), false);
+        return None;
+    }
+    result
 }
 
 /// Why a deposit failed: the envelope back.
@@ -329,10 +490,21 @@ pub(crate) fn deposit(shared: &Shared, envelope: Envelope) -> Result<(), NoActor
         }
     });
     if let Some(envelope) = envelope {
+        let counted = Local::with_any(shared, |local| bump(&local.counters.cross_sends, 1));
+        if counted.is_none() {
+            count_external(shared);
+        }
         envelope.push_onto(&system.ingress[worker].transfer);
         shared.notify(worker);
     }
     Ok(())
+}
+
+/// Counts a send from a thread that drives no worker.
+pub(crate) fn count_external(shared: &Shared) {
+    if let Some(system) = ActorSystem::get(shared) {
+        system.external_sends.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Queues the install of a reserved actor on `worker`: staged locally when
@@ -403,6 +575,10 @@ impl ActorSystem {
         // SAFETY: the pass, on the worker's driver, outside every handler.
         let Lookup::Installed(cell) = (unsafe { lookup(env.shared, env.local, pid) }) else { return };
         *cell.queued() = false;
+        if *cell.suspended() {
+            // Its mail waits; `resume` makes it runnable again.
+            return;
+        }
         let mut ran = None;
         let panic = (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)));
         let local = env.local;
@@ -425,8 +601,11 @@ impl ActorSystem {
 
     /// Ends actor `pid`: its cell leaves the slot, what is left in its
     /// mailbox is dropped and counted, and the kernel finalizes its pid.
-    fn end(&self, env: &Env<'_>, pid: Pid, reason: ExitReason, graceful: bool) {
+    pub(crate) fn end(&self, env: &Env<'_>, pid: Pid, reason: ExitReason, graceful: bool) {
         let local = env.local;
+        if let Some(extension) = self.extension() {
+            extension.on_actor_death(pid, &reason);
+        }
         // SAFETY: the pass, on the worker's driver, outside every handler.
         if let Some(mut cell) = unsafe { take_cell(env.shared, local, pid) } {
             let dropped = cell.clear();
@@ -444,6 +623,34 @@ impl ActorSystem {
         }
     }
 
+    /// The runtime extension, if set.
+    pub(crate) fn extension(&self) -> Option<Arc<dyn RuntimeExtension>> {
+        if !self.has_extension.load(Ordering::Acquire) {
+            return None;
+        }
+        self.extension.lock().clone()
+    }
+
+    /// Pass step 2: the worker's extension.
+    fn extension_step(&self, local: &Local) -> bool {
+        if !self.has_extension.load(Ordering::Acquire) {
+            return false;
+        }
+        if local.extension.borrow().is_none() {
+            let made = self.extension().and_then(|e| e.create_worker_extension(local.worker));
+            let Some(made) = made else { return false };
+            *local.extension.borrow_mut() = Some(made);
+        }
+        // Taken out while it runs: its `on_tick` may send, which touches
+        // this worker's state.
+        let Some(mut extension) = local.extension.borrow_mut().take() else { return false };
+        let mut ctx = WorkerCtx::new(local.worker, &local.runtime);
+        let did = extension.on_tick(&mut ctx);
+        let pending = extension.has_pending_work();
+        *local.extension.borrow_mut() = Some(extension);
+        did || pending
+    }
+
     fn publish(&self, local: &Local, shared: &Shared) {
         let s = &self.ingress[local.worker].stats;
         let c = &local.counters;
@@ -458,6 +665,10 @@ impl ActorSystem {
         s.mailbox_depth.store(depth, Ordering::Relaxed);
         s.handled.store(c.handled.get(), Ordering::Relaxed);
         s.local_sends.store(c.local_sends.get(), Ordering::Relaxed);
+        s.cross_sends.store(c.cross_sends.get(), Ordering::Relaxed);
+        s.inbox_sends.store(c.inbox_sends.get(), Ordering::Relaxed);
+        s.restarts.store(c.restarts.get(), Ordering::Relaxed);
+        s.pass_nanos.store(c.pass_nanos.get(), Ordering::Relaxed);
         s.transfers_in.store(c.transfers_in.get(), Ordering::Relaxed);
         s.mismatches.store(c.mismatches.get(), Ordering::Relaxed);
         s.panics.store(c.panics.get(), Ordering::Relaxed);
@@ -478,6 +689,7 @@ impl WorkerPlugin for ActorSystem {
             held: RefCell::new(VecDeque::new()),
             ending: RefCell::new(Vec::new()),
             counters: Counters::default(),
+            extension: RefCell::new(None),
         })
     }
 
@@ -486,6 +698,7 @@ impl WorkerPlugin for ActorSystem {
         let ingress = &self.ingress[worker];
         let env = Env { local, shared };
         let mut did = false;
+        let began = shared.platform.now();
 
         // 1. Ingress: spawns, admin, held envelopes, then transfers — each
         //    drain bounded by the ingress budget.
@@ -495,6 +708,9 @@ impl WorkerPlugin for ActorSystem {
         let transfers = drain(&ingress.transfer, budget, local, shared);
         bump(&local.counters.transfers_in, transfers as u64);
         did |= transfers > 0;
+
+        // 2. The worker's extension.
+        did |= self.extension_step(local);
 
         // 3. Each runnable actor, up to the message budget. Those made
         //    runnable from here on wait for the next pass.
@@ -530,6 +746,8 @@ impl WorkerPlugin for ActorSystem {
         }
 
         // 6. Statistics.
+        let spent = shared.platform.now().saturating_sub(began);
+        bump(&local.counters.pass_nanos, spent);
         self.publish(local, shared);
         did || !local.runnable.borrow().is_empty()
             || !local.held.borrow().is_empty()
@@ -547,6 +765,9 @@ impl WorkerPlugin for ActorSystem {
         }
         // A stop request.
         let reason = shared.stop_requested(pid).unwrap_or(ExitReason::Stopped);
+        if let Some(extension) = self.extension() {
+            extension.on_actor_death(pid, &reason);
+        }
         let env = Env { local, shared };
         // SAFETY: on the worker's driver, outside every handler (the
         // kernel calls `woken` from its run step).

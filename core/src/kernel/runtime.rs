@@ -49,6 +49,22 @@ pub(crate) struct WorkerShared {
     /// Which park token this worker's driver sleeps on.
     pub(crate) token: usize,
     pub(crate) stats: WorkerStats,
+    /// Supervisor restarts made by processes of this worker.
+    pub(crate) restarts: AtomicU64,
+}
+
+/// Counts one supervisor restart on the calling process's worker.
+pub(crate) fn count_restart() {
+    current::with(|core| core.shared.workers[core.id].restarts.fetch_add(1, Ordering::Relaxed));
+}
+
+/// What a worker knows of one of its processes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProcessView {
+    pub(crate) pid: Pid,
+    pub(crate) state: State,
+    pub(crate) death_hooks: usize,
+    pub(crate) stack_used: usize,
 }
 
 /// A command for one worker.
@@ -192,6 +208,7 @@ impl RuntimeParts {
                 admin_pending: AtomicUsize::new(0),
                 token: if drivers == Drivers::Single { 0 } else { id },
                 stats: WorkerStats::default(),
+                restarts: AtomicU64::new(0),
             });
         }
         let workers = workers.into_boxed_slice();
@@ -417,6 +434,50 @@ impl Shared {
         let slot = self.slot(pid.index())?;
         let worker = slot.worker.load(Ordering::Relaxed);
         self.is_stackless(pid).then_some(worker)
+    }
+
+    /// What worker `worker`'s driver knows of the live process in slot
+    /// `index`, if the slot holds a live process (not a stackless body) of
+    /// that worker.
+    ///
+    /// # Safety
+    ///
+    /// Called on the driver of `worker`, outside any process (the body's
+    /// stack mark is written by that driver at every switch out).
+    pub(crate) unsafe fn process_view(&self, index: u32, worker: usize) -> Option<ProcessView> {
+        let slot = self.slot(index)?;
+        let snap = slot.state.snapshot();
+        if matches!(snap.state(), State::Vacant | State::Done)
+            || slot.worker.load(Ordering::Relaxed) != worker
+            || slot.stackless.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let pid = Pid::from_parts(index, snap.generation());
+        // SAFETY: the owning driver outside any process (the contract):
+        // nothing writes the body meanwhile.
+        let (top, low) = unsafe {
+            let body = &*slot.body.get();
+            (body.stack.as_ref().map(|s| s.top() as usize), body.low_water)
+        };
+        let stack_used = match top {
+            Some(top) if low != usize::MAX => top.saturating_sub(low),
+            _ => 0,
+        };
+        let hooks = slot.cold.lock().death_hooks.len();
+        Some(ProcessView { pid, state: snap.state(), death_hooks: hooks, stack_used })
+    }
+
+    /// The pid of the live stackless body in slot `index`, if any.
+    pub(crate) fn stackless_pid(&self, index: u32) -> Option<Pid> {
+        let slot = self.slot(index)?;
+        let pid = Pid::from_parts(index, slot.state.snapshot().generation());
+        self.is_stackless(pid).then_some(pid)
+    }
+
+    /// Slots in the slab (live or not).
+    pub(crate) fn slot_count(&self) -> u32 {
+        self.slots.len() as u32
     }
 
     /// Whether `pid` names a live stackless body.
@@ -889,6 +950,11 @@ impl Runtime {
     /// Statistics of worker `worker`, as of its last completed pass.
     pub fn stats(&self, worker: usize) -> crate::kernel::worker::StatsSnapshot {
         self.shared.workers[worker].stats.snapshot()
+    }
+
+    /// Supervisor restarts made on worker `worker` so far.
+    pub fn restarts(&self, worker: usize) -> u64 {
+        self.shared.workers.get(worker).map_or(0, |w| w.restarts.load(Ordering::Relaxed))
     }
 
     /// Sends an administrative command to a worker; `false` if its admin

@@ -229,6 +229,13 @@ impl Runtime {
         Ok(rx)
     }
 
+    /// `pid`'s linked peers and whether it traps exits.
+    pub(crate) fn links_of(&self, pid: Pid) -> (Vec<Pid>, bool) {
+        let links = Links::of(&self.shared);
+        let entries = links.entries.lock();
+        entries.get(&pid).map_or((Vec::new(), false), |e| (e.peers.clone(), e.trap.is_some()))
+    }
+
     /// Makes `pid` trap exits into `trap` (`None`: stop trapping).
     pub(crate) fn set_trap(&self, pid: Pid, trap: Option<Trap>) -> Result<(), NoProc> {
         Links::of(&self.shared).set_trap(&self.shared, pid, trap)

@@ -1,0 +1,580 @@
+//! Receiving from actors outside the actors: [`Inbox`] (an address that
+//! plain code receives on) and [`Ask`] (one reply to one request).
+//!
+//! Both wait the way their caller can: a process parks (its worker runs
+//! others meanwhile), a plain OS thread sleeps on the platform's park
+//! token, async code awaits (they are `Future`s), and a handler — which
+//! must never block its worker — gets [`RecvError::InHandler`] at once.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::sync::{Arc, Weak};
+use core::any::Any;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use smarm_platform::{Nanos, ParkToken, Platform};
+
+use crate::actor::system::Local;
+use crate::actor::{ActorAddress, ActorSendError, Target};
+use crate::kernel::current;
+use crate::kernel::pid::Pid;
+use crate::kernel::process::{self, Waker};
+use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::slab::DeathHookId;
+use crate::kernel::spin::RuntimeMutex;
+
+/// Who waits on a slot.
+enum Waiter {
+    None,
+    Thread(Arc<ParkToken>),
+    Process(Waker),
+    Task(core::task::Waker),
+}
+
+struct Inner<M> {
+    queue: VecDeque<M>,
+    waiter: Waiter,
+    /// The receiver is gone: sends fail.
+    closed: bool,
+    /// Live senders that count (an ask's reply handle); `None`: senders
+    /// are not counted (an inbox).
+    senders: Option<usize>,
+    /// The ask's target died.
+    target_died: bool,
+}
+
+/// One receiver's queue: the heart of both `Inbox` and `Ask`.
+pub(crate) struct Slot<M> {
+    platform: Arc<dyn Platform>,
+    inner: RuntimeMutex<Inner<M>>,
+}
+
+impl<M: Send + 'static> Slot<M> {
+    fn new(platform: Arc<dyn Platform>, senders: Option<usize>) -> Arc<Slot<M>> {
+        Arc::new(Slot {
+            platform,
+            inner: RuntimeMutex::leaf(Inner {
+                queue: VecDeque::new(),
+                waiter: Waiter::None,
+                closed: false,
+                senders,
+                target_died: false,
+            }),
+        })
+    }
+
+    /// Queues `m` and wakes the receiver; `Err` if it has gone.
+    pub(crate) fn push(&self, m: M) -> Result<(), M> {
+        let waiter = {
+            let mut inner = self.inner.lock();
+            if inner.closed {
+                return Err(m);
+            }
+            inner.queue.push_back(m);
+            core::mem::replace(&mut inner.waiter, Waiter::None)
+        };
+        self.wake(waiter);
+        Ok(())
+    }
+
+    fn wake(&self, waiter: Waiter) {
+        match waiter {
+            Waiter::None => {}
+            Waiter::Thread(token) => self.platform.unpark(&token),
+            Waiter::Process(waker) => {
+                let _ = waker.wake();
+            }
+            Waiter::Task(waker) => waker.wake(),
+        }
+    }
+
+    /// Changes the state under the lock, then wakes the receiver.
+    fn update(&self, f: impl FnOnce(&mut Inner<M>)) {
+        let waiter = {
+            let mut inner = self.inner.lock();
+            f(&mut inner);
+            core::mem::replace(&mut inner.waiter, Waiter::None)
+        };
+        self.wake(waiter);
+    }
+
+    fn poll_now(&self) -> Result<M, TryRecvError> {
+        let mut inner = self.inner.lock();
+        if let Some(m) = inner.queue.pop_front() {
+            return Ok(m);
+        }
+        // The more precise reason first: an ended actor drops the request
+        // (and its reply handle) before its death is announced.
+        if inner.senders == Some(0) {
+            return Err(TryRecvError::Disconnected(Disconnected::NoReply));
+        }
+        if inner.target_died {
+            return Err(TryRecvError::Disconnected(Disconnected::TargetDied));
+        }
+        Err(TryRecvError::Empty)
+    }
+
+    /// Waits until a message, a disconnection, or `timeout`.
+    fn recv(&self, token: &Arc<ParkToken>, timeout: Option<Duration>) -> Result<M, RecvError> {
+        match self.poll_now() {
+            Ok(m) => return Ok(m),
+            Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
+            Err(TryRecvError::Empty) => {}
+        }
+        if process::self_pid().is_some() {
+            return self.recv_in_process(timeout);
+        }
+        if current::with(|_| ()).is_some() {
+            // On a worker's driver outside any process: a handler (or a
+            // host hook). Blocking here would stall the whole worker.
+            return Err(RecvError::InHandler);
+        }
+        self.recv_on_thread(token, timeout)
+    }
+
+    fn recv_in_process(&self, timeout: Option<Duration>) -> Result<M, RecvError> {
+        let deadline = match (timeout, process::now()) {
+            (Some(t), Some(now)) => Some(now + t),
+            _ => None,
+        };
+        loop {
+            let waker = process::begin_wait().map_err(|_| RecvError::InHandler)?;
+            if let Some(deadline) = deadline {
+                if process::now().is_some_and(|now| now >= deadline) {
+                    process::retire_wait();
+                    return self.poll_now().map_err(RecvError::after_timeout);
+                }
+                let _ = process::wake_at(&waker, deadline);
+            }
+            {
+                let mut inner = self.inner.lock();
+                let ready = !inner.queue.is_empty() || inner.target_died || inner.senders == Some(0);
+                if !ready {
+                    inner.waiter = Waiter::Process(waker);
+                }
+                drop(inner);
+                if ready {
+                    process::retire_wait();
+                    return self.poll_now().map_err(RecvError::after_timeout);
+                }
+            }
+            process::park();
+            match self.poll_now() {
+                Ok(m) => return Ok(m),
+                Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+    }
+
+    fn recv_on_thread(&self, token: &Arc<ParkToken>, timeout: Option<Duration>) -> Result<M, RecvError> {
+        let deadline: Option<Nanos> = timeout
+            .map(|t| self.platform.now().saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)));
+        loop {
+            {
+                let mut inner = self.inner.lock();
+                if inner.queue.is_empty() && !inner.target_died && inner.senders != Some(0) {
+                    inner.waiter = Waiter::Thread(token.clone());
+                }
+            }
+            match self.poll_now() {
+                Ok(m) => return Ok(m),
+                Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
+                Err(TryRecvError::Empty) => {}
+            }
+            if deadline.is_some_and(|d| self.platform.now() >= d) {
+                return Err(RecvError::Timeout);
+            }
+            // A push after the waiter was set unparks the token; one before
+            // it was seen by `poll_now` above.
+            self.platform.park(token, deadline);
+        }
+    }
+
+    fn poll_task(&self, cx: &mut Context<'_>) -> Poll<Result<M, RecvError>> {
+        let mut inner = self.inner.lock();
+        if let Some(m) = inner.queue.pop_front() {
+            return Poll::Ready(Ok(m));
+        }
+        if inner.senders == Some(0) {
+            return Poll::Ready(Err(RecvError::Disconnected(Disconnected::NoReply)));
+        }
+        if inner.target_died {
+            return Poll::Ready(Err(RecvError::Disconnected(Disconnected::TargetDied)));
+        }
+        inner.waiter = Waiter::Task(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// Why nothing more can arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disconnected {
+    /// The reply handle was dropped without a reply (the actor stopped,
+    /// panicked, or dropped it).
+    NoReply,
+    /// The asked actor died before replying.
+    TargetDied,
+}
+
+/// Why a receive returned no message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvError {
+    /// The timeout passed first.
+    Timeout,
+    /// Nothing more can arrive.
+    Disconnected(Disconnected),
+    /// Called from a handler (or a host hook) on a worker's driver, where
+    /// waiting would stall the worker: use `try_recv`.
+    InHandler,
+    /// The request could not be sent: no live actor at the address.
+    NoActor,
+}
+
+impl RecvError {
+    fn after_timeout(e: TryRecvError) -> RecvError {
+        match e {
+            TryRecvError::Empty => RecvError::Timeout,
+            TryRecvError::Disconnected(d) => RecvError::Disconnected(d),
+        }
+    }
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvError::Timeout => f.write_str("timed out waiting for a message"),
+            RecvError::Disconnected(Disconnected::NoReply) => {
+                f.write_str("the reply handle was dropped without a reply (the actor stopped or panicked?)")
+            }
+            RecvError::Disconnected(Disconnected::TargetDied) => {
+                f.write_str("the asked actor died before replying")
+            }
+            RecvError::InHandler => {
+                f.write_str("cannot wait inside a handler: it would stall the worker (use try_recv)")
+            }
+            RecvError::NoActor => f.write_str("no live actor at the address: the request was not sent"),
+        }
+    }
+}
+impl core::error::Error for RecvError {}
+
+/// Why `try_recv` returned no message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryRecvError {
+    /// Nothing queued now.
+    Empty,
+    /// Nothing more can arrive.
+    Disconnected(Disconnected),
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => f.write_str("nothing queued"),
+            TryRecvError::Disconnected(_) => f.write_str("nothing more can arrive"),
+        }
+    }
+}
+impl core::error::Error for TryRecvError {}
+
+/// A type-erased inbox, for sends through an untyped address.
+pub(crate) trait ErasedInbox: Send + Sync {
+    fn push_any(&self, payload: Box<dyn Any + Send>) -> Result<(), Box<dyn Any + Send>>;
+}
+
+impl<M: Send + 'static> ErasedInbox for Slot<M> {
+    fn push_any(&self, payload: Box<dyn Any + Send>) -> Result<(), Box<dyn Any + Send>> {
+        match payload.downcast::<M>() {
+            Ok(m) => self.push(*m).map_err(|m| Box::new(m) as Box<dyn Any + Send>),
+            Err(payload) => Err(payload),
+        }
+    }
+}
+
+/// An address that code outside the actors receives on: `main`, a thread,
+/// a process, async code, a test. Actors send to it through its
+/// [`InboxAddr`] (typed) or [`ActorAddress`] (untyped, routed through the
+/// runtime's inbox registry). Dropping it unregisters it: later sends get
+/// `ActorSendError::NoActor` with the message back.
+///
+/// ```no_run
+/// # fn demo(runtime: &smarm_core::Runtime) {
+/// let inbox = runtime.new_inbox::<u64>();
+/// let addr = inbox.addr();
+/// std::thread::spawn(move || addr.send(7).unwrap());
+/// assert_eq!(inbox.recv().unwrap(), 7);
+/// # }
+/// ```
+pub struct Inbox<M: Send + 'static> {
+    slot: Arc<Slot<M>>,
+    id: u64,
+    runtime: Runtime,
+    token: Arc<ParkToken>,
+}
+
+impl<M: Send + 'static> fmt::Debug for Inbox<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Inbox<{}>(#{})", core::any::type_name::<M>(), self.id)
+    }
+}
+
+impl<M: Send + 'static> Inbox<M> {
+    /// Waits for the next message: parks a process, sleeps a thread.
+    pub fn recv(&self) -> Result<M, RecvError> {
+        self.slot.recv(&self.token, None)
+    }
+
+    /// [`recv`](Self::recv), giving up after `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<M, RecvError> {
+        self.slot.recv(&self.token, Some(timeout))
+    }
+
+    /// The next message if one is queued.
+    pub fn try_recv(&self) -> Result<M, TryRecvError> {
+        self.slot.poll_now()
+    }
+
+    /// The next message, as a `Future` for async code.
+    pub fn recv_async(&self) -> InboxRecv<'_, M> {
+        InboxRecv { inbox: self }
+    }
+
+    /// A typed address that sends to this inbox.
+    pub fn addr(&self) -> InboxAddr<M> {
+        InboxAddr { slot: Arc::downgrade(&self.slot), runtime: self.runtime.clone() }
+    }
+
+    /// The untyped address, routed through the runtime's inbox registry.
+    pub fn address(&self) -> ActorAddress {
+        ActorAddress::new(
+            Target::Inbox(self.id),
+            &self.runtime,
+            Some((core::any::TypeId::of::<M>(), core::any::type_name::<M>())),
+        )
+    }
+}
+
+impl<M: Send + 'static> Drop for Inbox<M> {
+    fn drop(&mut self) {
+        self.slot.update(|inner| {
+            inner.closed = true;
+            inner.queue.clear();
+        });
+        crate::actor::system::ActorSystem::of(&self.runtime.shared).inboxes.lock().remove(&self.id);
+    }
+}
+
+/// The future of [`Inbox::recv_async`].
+pub struct InboxRecv<'a, M: Send + 'static> {
+    inbox: &'a Inbox<M>,
+}
+
+impl<M: Send + 'static> fmt::Debug for InboxRecv<'_, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InboxRecv").finish_non_exhaustive()
+    }
+}
+
+impl<M: Send + 'static> Future for InboxRecv<'_, M> {
+    type Output = Result<M, RecvError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inbox.slot.poll_task(cx)
+    }
+}
+
+/// A typed address of an [`Inbox`]: cloneable, `Send`, `Sync`.
+pub struct InboxAddr<M: Send + 'static> {
+    slot: Weak<Slot<M>>,
+    runtime: Runtime,
+}
+
+impl<M: Send + 'static> Clone for InboxAddr<M> {
+    fn clone(&self) -> Self {
+        InboxAddr { slot: self.slot.clone(), runtime: self.runtime.clone() }
+    }
+}
+
+impl<M: Send + 'static> fmt::Debug for InboxAddr<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "InboxAddr<{}>", core::any::type_name::<M>())
+    }
+}
+
+impl<M: Send + 'static> InboxAddr<M> {
+    /// Sends `m`; `Err` hands it back if the inbox was dropped.
+    pub fn send(&self, m: M) -> Result<(), ActorSendError<M>> {
+        count_inbox_send(&self.runtime.shared);
+        match self.slot.upgrade() {
+            Some(slot) => slot.push(m).map_err(ActorSendError::NoActor),
+            None => Err(ActorSendError::NoActor(m)),
+        }
+    }
+}
+
+/// Counts a send into an inbox on the sending worker (if any).
+pub(crate) fn count_inbox_send(shared: &Shared) {
+    let counted = Local::with_any(shared, |local| {
+        local.counters.inbox_sends.set(local.counters.inbox_sends.get() + 1);
+    });
+    if counted.is_none() {
+        crate::actor::system::count_external(shared);
+    }
+}
+
+/// Registers a new inbox of `M` in `runtime`.
+pub(crate) fn new_inbox<M: Send + 'static>(runtime: &Runtime) -> Inbox<M> {
+    let system = crate::actor::system::ActorSystem::of(&runtime.shared);
+    let slot = Slot::<M>::new(runtime.shared.platform.clone(), None);
+    let id = system.next_inbox.fetch_add(1, crate::kernel::atomic::Ordering::Relaxed);
+    system.inboxes.lock().insert(id, slot.clone() as Arc<dyn ErasedInbox>);
+    Inbox { slot, id, runtime: runtime.clone(), token: Arc::new(ParkToken::new()) }
+}
+
+/// The handle an asked actor replies through, once. Dropping it without
+/// replying tells the asker (`Disconnected::NoReply`).
+pub struct ReplyTo<R: Send + 'static> {
+    slot: Option<Arc<Slot<R>>>,
+}
+
+impl<R: Send + 'static> fmt::Debug for ReplyTo<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ReplyTo<{}>", core::any::type_name::<R>())
+    }
+}
+
+impl<R: Send + 'static> ReplyTo<R> {
+    /// Replies. `Err` hands the reply back if the asker has stopped
+    /// waiting (a timeout, or the `Ask` was dropped): it is dropped, not
+    /// kept.
+    pub fn send(mut self, reply: R) -> Result<(), R> {
+        match self.slot.take() {
+            Some(slot) => {
+                let sent = slot.push(reply);
+                slot.update(|inner| {
+                    if let Some(n) = inner.senders.as_mut() {
+                        *n = n.saturating_sub(1);
+                    }
+                });
+                sent
+            }
+            None => Err(reply),
+        }
+    }
+}
+
+impl<R: Send + 'static> Drop for ReplyTo<R> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            slot.update(|inner| {
+                if let Some(n) = inner.senders.as_mut() {
+                    *n = n.saturating_sub(1);
+                }
+            });
+        }
+    }
+}
+
+/// One reply on its way: wait for it on a thread, in a process
+/// ([`wait`](Ask::wait), [`wait_timeout`](Ask::wait_timeout)), or `.await`
+/// it. A target that is dead, or dies or drops the request unanswered, is
+/// an error, never a hang; a reply that arrives after a timeout is dropped.
+pub struct Ask<R: Send + 'static> {
+    slot: Arc<Slot<R>>,
+    token: Arc<ParkToken>,
+    /// The target's death hook, removed when the ask is dropped.
+    watch: Option<(Weak<Shared>, Pid, DeathHookId)>,
+    not_sent: bool,
+}
+
+impl<R: Send + 'static> fmt::Debug for Ask<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ask<{}>", core::any::type_name::<R>())
+    }
+}
+
+impl<R: Send + 'static> Ask<R> {
+    /// Waits for the reply.
+    pub fn wait(self) -> Result<R, RecvError> {
+        if self.not_sent {
+            return Err(RecvError::NoActor);
+        }
+        self.slot.recv(&self.token, None)
+    }
+
+    /// Waits for the reply at most `timeout`.
+    pub fn wait_timeout(self, timeout: Duration) -> Result<R, RecvError> {
+        if self.not_sent {
+            return Err(RecvError::NoActor);
+        }
+        self.slot.recv(&self.token, Some(timeout))
+    }
+
+    /// The reply if it has arrived.
+    pub fn try_get(&self) -> Result<R, TryRecvError> {
+        if self.not_sent {
+            return Err(TryRecvError::Disconnected(Disconnected::TargetDied));
+        }
+        self.slot.poll_now()
+    }
+}
+
+impl<R: Send + 'static> Future for Ask<R> {
+    type Output = Result<R, RecvError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.not_sent {
+            return Poll::Ready(Err(RecvError::NoActor));
+        }
+        self.slot.poll_task(cx)
+    }
+}
+
+impl<R: Send + 'static> Drop for Ask<R> {
+    fn drop(&mut self) {
+        // A late reply finds the slot closed and is dropped by its sender.
+        self.slot.update(|inner| {
+            inner.closed = true;
+            inner.queue.clear();
+        });
+        if let Some((shared, pid, hook)) = self.watch.take() {
+            if let Some(shared) = shared.upgrade() {
+                shared.remove_death_hook(pid, hook);
+            }
+        }
+    }
+}
+
+/// A pending reply and the handle to send it, bound to no actor (admin
+/// replies).
+pub(crate) fn ask_detached<R: Send + 'static>(runtime: &Runtime) -> (Ask<R>, ReplyTo<R>) {
+    let slot = Slot::<R>::new(runtime.shared.platform.clone(), Some(1));
+    let reply = ReplyTo { slot: Some(slot.clone()) };
+    (Ask { slot, token: Arc::new(ParkToken::new()), watch: None, not_sent: false }, reply)
+}
+
+/// Sends the request `make(reply_to)` to `target` and returns the pending
+/// reply.
+pub(crate) fn ask<A, R>(
+    runtime: &Runtime,
+    target: &crate::actor::Addr<A>,
+    make: impl FnOnce(ReplyTo<R>) -> A::Msg,
+) -> Ask<R>
+where
+    A: crate::actor::Actor,
+    R: Send + 'static,
+{
+    let shared = &runtime.shared;
+    let slot = Slot::<R>::new(shared.platform.clone(), Some(1));
+    let pid = target.pid();
+    let watched = slot.clone();
+    let hook = Box::new(move |_: &Shared, _: Pid, _: &crate::kernel::exit::ExitReason| {
+        watched.update(|inner| inner.target_died = true);
+    });
+    let watch = shared.on_death(pid, hook).ok().map(|id| (Arc::downgrade(shared), pid, id));
+    let not_sent = watch.is_none() || target.send(make(ReplyTo { slot: Some(slot.clone()) })).is_err();
+    Ask { slot, token: Arc::new(ParkToken::new()), watch, not_sent }
+}

@@ -1,0 +1,507 @@
+//! The services around the actors: extensions, the remote-sink seam, the
+//! external sender, administration, statistics, and one view of
+//! everything running.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::fmt;
+use core::time::Duration;
+
+use crate::actor::inbox::{ask_detached, Ask, ReplyTo};
+use crate::actor::system::{route_admin, ActorSystem, Env};
+use crate::actor::{Actor, ActorAddress, ActorSendError, ActorStats, Addr};
+use crate::kernel::atomic::Ordering;
+use crate::kernel::error::NoProc;
+use crate::kernel::exit::ExitReason;
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::Runtime;
+use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::state::State;
+use crate::kernel::worker::StatsSnapshot;
+
+/// What the runtime tells its extension about a new actor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnInfo {
+    /// The actor's pid.
+    pub pid: Pid,
+    /// Its worker.
+    pub worker: usize,
+    /// Its type name.
+    pub type_name: &'static str,
+    /// Who spawned it (an actor or a process), if anyone.
+    pub parent: Option<Pid>,
+}
+
+/// A runtime-wide extension: told of every actor's start and end, and
+/// asked for one [`WorkerExtension`] per worker. Set once per runtime with
+/// [`Runtime::set_extension`].
+pub trait RuntimeExtension: Send + Sync + 'static {
+    /// An actor was installed on its worker (called there, before its
+    /// `on_start`).
+    fn on_spawn(&self, info: &SpawnInfo) {
+        let _ = info;
+    }
+
+    /// An actor ended (called on its worker).
+    fn on_actor_death(&self, pid: Pid, reason: &ExitReason) {
+        let _ = (pid, reason);
+    }
+
+    /// Worker `worker`'s extension, made on that worker's next pass.
+    fn create_worker_extension(&self, worker: usize) -> Option<Box<dyn WorkerExtension>> {
+        let _ = worker;
+        None
+    }
+}
+
+/// Work of an extension on one worker, in every pass after the ingress
+/// drains and before the actors run. Lives on its worker: it is never
+/// touched by two threads.
+pub trait WorkerExtension: 'static {
+    /// Whether it has work the next pass must do (so the worker does not
+    /// park).
+    fn has_pending_work(&self) -> bool {
+        false
+    }
+
+    /// One step; returns whether it did work.
+    fn on_tick(&mut self, ctx: &mut WorkerCtx<'_>) -> bool;
+}
+
+/// What a worker extension sees.
+#[derive(Debug)]
+pub struct WorkerCtx<'a> {
+    worker: usize,
+    runtime: &'a Runtime,
+}
+
+impl WorkerCtx<'_> {
+    pub(crate) fn new(worker: usize, runtime: &Runtime) -> WorkerCtx<'_> {
+        WorkerCtx { worker, runtime }
+    }
+
+    /// The worker.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+
+    /// The runtime (send to actors, spawn, inspect).
+    pub fn runtime(&self) -> &Runtime {
+        self.runtime
+    }
+}
+
+/// Where a runtime sends messages for addresses that are neither its
+/// actors nor its inboxes: a transport to other nodes plugs in here.
+///
+/// A transport gives its peers' actors [`ActorAddress::remote`] addresses
+/// (a node number and an id of its choosing); a send to one reaches
+/// [`RemoteSink::deliver`] with the payload still typed-erased and the
+/// type's name, to serialize and ship. On the receiving node the transport
+/// decodes the message and sends it to the local `Addr` it names. No sink
+/// installed: such a send is `ActorSendError::NoRoute` with the message
+/// back.
+pub trait RemoteSink: Send + Sync + 'static {
+    /// Takes one message for a remote address; `Err` hands it back (the
+    /// sender gets `NoRoute`).
+    fn deliver(&self, envelope: RemoteEnvelope) -> Result<(), RemoteEnvelope>;
+}
+
+/// A message for a remote address.
+pub struct RemoteEnvelope {
+    /// The node the address names.
+    pub node: u64,
+    /// The id on that node.
+    pub id: u64,
+    /// The message.
+    pub payload: Box<dyn Any + Send>,
+    /// The message's type name.
+    pub type_name: &'static str,
+}
+
+impl fmt::Debug for RemoteEnvelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteEnvelope")
+            .field("node", &self.node)
+            .field("id", &self.id)
+            .field("type_name", &self.type_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The extension or sink was set already: each is set once per runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlreadySet;
+
+impl fmt::Display for AlreadySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("already set for this runtime: set it once, before spawning")
+    }
+}
+impl core::error::Error for AlreadySet {}
+
+/// A `Send + Sync` handle for threads that are not workers to send to
+/// actors and inboxes. Sends go through the target worker's transfer queue;
+/// one thread's sends to one target arrive in order.
+#[derive(Clone, Debug)]
+pub struct ExternalSender {
+    runtime: Runtime,
+}
+
+impl ExternalSender {
+    /// Sends `msg` to `to`.
+    pub fn send<A: Actor>(&self, to: &Addr<A>, msg: A::Msg) -> Result<(), ActorSendError<A::Msg>> {
+        debug_assert!(alloc::sync::Arc::ptr_eq(&to.runtime().shared, &self.runtime.shared));
+        to.send(msg)
+    }
+
+    /// Sends `msg` through an untyped address.
+    pub fn send_to<M: Send + 'static>(&self, to: &ActorAddress, msg: M) -> Result<(), ActorSendError<M>> {
+        to.send(msg)
+    }
+
+    /// Sends from outside the runtime so far (all external threads).
+    pub fn external_sends(&self) -> u64 {
+        ActorSystem::get(&self.runtime.shared).map_or(0, |s| s.external_sends.load(Ordering::Relaxed))
+    }
+}
+
+/// Where the runtime stands, as seen from a handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SystemInfo {
+    /// The caller's worker.
+    pub worker_id: usize,
+    /// Workers in the runtime.
+    pub num_workers: usize,
+    /// Actors installed across the workers (as of their last passes).
+    pub total_actors: u64,
+    /// Time since the runtime's actor system started.
+    pub uptime: Duration,
+}
+
+/// One worker's statistics: its processes and its actors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// The worker's id.
+    pub worker: usize,
+    /// Its processes (as of its last pass).
+    pub processes: StatsSnapshot,
+    /// Its actors (as of its last pass).
+    pub actors: ActorStats,
+}
+
+/// An actor's state, as its worker sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActorStatus {
+    /// Spawned, not installed on its worker yet.
+    Starting,
+    /// Has mail to handle.
+    Runnable,
+    /// Nothing to handle.
+    Idle,
+    /// Suspended by an admin command: mail waits.
+    Suspended,
+}
+
+/// What a worker knows of one of its actors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// The actor's pid.
+    pub pid: Pid,
+    /// Its worker.
+    pub worker: usize,
+    /// The actor's type name ("" while starting).
+    pub type_name: &'static str,
+    /// Who spawned it, if anyone.
+    pub parent: Option<Pid>,
+    /// Entries waiting in its mailbox.
+    pub mailbox_depth: usize,
+    /// Its state.
+    pub status: ActorStatus,
+    /// Entries it has handled.
+    pub handled: u64,
+    /// Type name of the last entry it handled ("" before the first).
+    pub last_message: &'static str,
+}
+
+/// What the runtime knows of one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// The process's pid.
+    pub pid: Pid,
+    /// Its registered name.
+    pub name: Option<String>,
+    /// Its worker.
+    pub worker: usize,
+    /// Its state word's state (`Queued`, `Running`, `Parked`, …).
+    pub state: State,
+    /// Its linked peers.
+    pub links: Vec<Pid>,
+    /// Death hooks registered on it: its monitors, plus one for its links
+    /// and one for its registered name when it has them.
+    pub monitors: usize,
+    /// Whether it traps exits.
+    pub trapping: bool,
+    /// Deepest stack use seen at a switch out, in bytes.
+    pub stack_high_water: usize,
+}
+
+impl Runtime {
+    /// An inbox: an address code outside the actors receives on.
+    pub fn new_inbox<M: Send + 'static>(&self) -> crate::actor::inbox::Inbox<M> {
+        crate::actor::inbox::new_inbox(self)
+    }
+
+    /// Sends `make(reply_to)` to `target` and returns the pending reply.
+    ///
+    /// ```no_run
+    /// # use smarm_core::actor::{Actor, Ctx, ReplyTo};
+    /// struct Echo;
+    /// impl Actor for Echo {
+    ///     type Msg = (u32, ReplyTo<u32>);
+    ///     fn handle(&mut self, _: &mut Ctx<'_, Self>, (n, reply): (u32, ReplyTo<u32>)) {
+    ///         let _ = reply.send(n);
+    ///     }
+    /// }
+    /// # fn demo(rt: &smarm_core::Runtime) {
+    /// let echo = rt.spawn_actor(Echo).unwrap();
+    /// assert_eq!(rt.ask(&echo, |reply| (7, reply)).wait().unwrap(), 7);
+    /// # }
+    /// ```
+    pub fn ask<A: Actor, R: Send + 'static>(
+        &self,
+        target: &Addr<A>,
+        make: impl FnOnce(ReplyTo<R>) -> A::Msg,
+    ) -> Ask<R> {
+        crate::actor::inbox::ask(self, target, make)
+    }
+
+    /// A handle for threads that are not workers to send to actors.
+    pub fn external_sender(&self) -> ExternalSender {
+        ActorSystem::of(&self.shared);
+        ExternalSender { runtime: self.clone() }
+    }
+
+    /// Sets the runtime's extension (once). Each worker makes its worker
+    /// extension on its next pass.
+    pub fn set_extension(&self, extension: Arc<dyn RuntimeExtension>) -> Result<(), AlreadySet> {
+        let system = ActorSystem::of(&self.shared);
+        let mut slot = system.extension.lock();
+        if slot.is_some() {
+            return Err(AlreadySet);
+        }
+        *slot = Some(extension);
+        drop(slot);
+        system.has_extension.store(true, Ordering::Release);
+        for worker in 0..self.worker_count() {
+            self.shared.notify(worker);
+        }
+        Ok(())
+    }
+
+    /// Sets where sends to remote addresses go (once).
+    pub fn set_remote_sink(&self, sink: Arc<dyn RemoteSink>) -> Result<(), AlreadySet> {
+        let system = ActorSystem::of(&self.shared);
+        let mut slot = system.remote.lock();
+        if slot.is_some() {
+            return Err(AlreadySet);
+        }
+        *slot = Some(sink);
+        Ok(())
+    }
+
+    /// Statistics of worker `worker`: its processes and its actors, as of
+    /// its last pass.
+    pub fn worker_stats(&self, worker: usize) -> WorkerStats {
+        WorkerStats { worker, processes: self.stats(worker), actors: self.actor_stats(worker) }
+    }
+
+    /// Sends from threads that drive no worker, so far.
+    pub fn external_sends(&self) -> u64 {
+        ActorSystem::get(&self.shared).map_or(0, |s| s.external_sends.load(Ordering::Relaxed))
+    }
+
+    /// What actor `pid`'s worker knows of it, asked through the worker's
+    /// admin queue (never behind a message backlog). `None` in the reply:
+    /// it has ended.
+    pub fn inspect(&self, pid: Pid) -> Ask<Option<ActorInfo>> {
+        let (ask, reply) = ask_detached(self);
+        match self.shared.stackless_worker(pid) {
+            Some(worker) => route_admin(
+                &self.shared,
+                worker,
+                Box::new(move |env: &Env<'_>| {
+                    let _ = reply.send(crate::actor::system::info(env, pid));
+                }),
+            ),
+            None => {
+                let _ = reply.send(None);
+            }
+        }
+        ask
+    }
+
+    /// Ends actor `pid` now, ahead of its mail (`on_stop` runs with
+    /// `reason`; what is queued is dropped and counted), through its
+    /// worker's admin queue. `Err(NoProc)` if it is not a live actor.
+    pub fn stop_actor(&self, pid: Pid, reason: ExitReason) -> Result<(), NoProc> {
+        let worker = self.shared.stackless_worker(pid).ok_or(NoProc(pid))?;
+        route_admin(
+            &self.shared,
+            worker,
+            Box::new(move |env: &Env<'_>| crate::actor::system::stop_now(env, pid, reason)),
+        );
+        Ok(())
+    }
+
+    /// Suspends actor `pid`: its mail waits until [`resume`](Self::resume).
+    /// The reply says whether it was found.
+    pub fn suspend(&self, pid: Pid) -> Ask<bool> {
+        self.set_suspended(pid, true)
+    }
+
+    /// Resumes a suspended actor. The reply says whether it was found.
+    pub fn resume(&self, pid: Pid) -> Ask<bool> {
+        self.set_suspended(pid, false)
+    }
+
+    fn set_suspended(&self, pid: Pid, on: bool) -> Ask<bool> {
+        let (ask, reply) = ask_detached(self);
+        match self.shared.stackless_worker(pid) {
+            Some(worker) => route_admin(
+                &self.shared,
+                worker,
+                Box::new(move |env: &Env<'_>| {
+                    let _ = reply.send(crate::actor::system::set_suspended(env, pid, on));
+                }),
+            ),
+            None => {
+                let _ = reply.send(false);
+            }
+        }
+        ask
+    }
+
+    /// Runs `f` on actor `addr`'s state, on its worker, between messages —
+    /// to read it or to replace it — and replies with what `f` returns
+    /// (`None`: the actor has ended).
+    pub fn with_state<A, R, F>(&self, addr: &Addr<A>, f: F) -> Ask<Option<R>>
+    where
+        A: Actor,
+        R: Send + 'static,
+        F: FnOnce(&mut A) -> R + Send + 'static,
+    {
+        let (ask, reply) = ask_detached(self);
+        let pid = addr.pid();
+        match self.shared.stackless_worker(pid) {
+            Some(worker) => route_admin(
+                &self.shared,
+                worker,
+                Box::new(move |env: &Env<'_>| {
+                    let mut f = Some(f);
+                    let result = crate::actor::system::with_actor(env, pid, &mut |any: &mut dyn Any| {
+                        let f = f.take()?;
+                        any.downcast_mut::<A>().map(f)
+                    });
+                    let _ = reply.send(result);
+                }),
+            ),
+            None => {
+                let _ = reply.send(None);
+            }
+        }
+        ask
+    }
+
+    /// Every actor of every worker, asked of all workers at once; the reply
+    /// comes when all have answered, sorted by pid.
+    pub fn list_actors(&self) -> Ask<Vec<ActorInfo>> {
+        self.broadcast(crate::actor::system::list)
+    }
+
+    /// Every live process of every worker (pid, registered name, worker,
+    /// state, links, monitors, trapping, stack high-water mark), asked of
+    /// all workers at once and sorted by pid. With [`list_actors`]
+    /// (Self::list_actors), one view of everything running.
+    pub fn list_processes(&self) -> Ask<Vec<ProcessInfo>> {
+        let runtime = self.clone();
+        self.broadcast(move |env| crate::actor::system::processes(env, &runtime))
+    }
+
+    /// Runs `each` on every worker (admin queue) and replies with the
+    /// concatenation once all have run.
+    fn broadcast<T, F>(&self, each: F) -> Ask<Vec<T>>
+    where
+        T: Send + 'static + Ord,
+        F: Fn(&Env<'_>) -> Vec<T> + Send + Sync + 'static,
+    {
+        let (ask, reply) = ask_detached(self);
+        let workers = self.worker_count();
+        let gather = Arc::new(RuntimeMutex::leaf((Vec::new(), workers, Some(reply))));
+        let each = Arc::new(each);
+        for worker in 0..workers {
+            let gather = gather.clone();
+            let each = each.clone();
+            route_admin(
+                &self.shared,
+                worker,
+                Box::new(move |env: &Env<'_>| {
+                    let mine = each(env);
+                    let done = {
+                        let mut g = gather.lock();
+                        g.0.extend(mine);
+                        g.1 -= 1;
+                        if g.1 == 0 {
+                            g.2.take().map(|reply| (core::mem::take(&mut g.0), reply))
+                        } else {
+                            None
+                        }
+                    };
+                    if let Some((mut all, reply)) = done {
+                        all.sort();
+                        let _ = reply.send(all);
+                    }
+                }),
+            );
+        }
+        ask
+    }
+}
+
+impl PartialOrd for ActorInfo {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ActorInfo {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.pid.cmp(&other.pid)
+    }
+}
+impl PartialOrd for ProcessInfo {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ProcessInfo {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.pid.cmp(&other.pid)
+    }
+}
+
+/// The system as seen by a worker, for `Ctx::system_info`.
+pub(crate) fn system_info(env: &Env<'_>) -> SystemInfo {
+    let shared = env.shared;
+    let runtime = &env.local.runtime;
+    let system = ActorSystem::of(shared);
+    let total_actors = (0..runtime.worker_count()).map(|w| runtime.actor_stats(w).actors).sum();
+    SystemInfo {
+        worker_id: env.local.worker,
+        num_workers: runtime.worker_count(),
+        total_actors,
+        uptime: Duration::from_nanos(shared.platform.now().saturating_sub(system.started)),
+    }
+}
