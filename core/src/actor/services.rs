@@ -424,8 +424,8 @@ impl Runtime {
 
     /// Every live process of every worker (pid, registered name, worker,
     /// state, links, monitors, trapping, stack high-water mark), asked of
-    /// all workers at once and sorted by pid. With [`list_actors`]
-    /// (Self::list_actors), one view of everything running.
+    /// all workers at once and sorted by pid. With
+    /// [`list_actors`](Self::list_actors), one view of everything running.
     pub fn list_processes(&self) -> Ask<Vec<ProcessInfo>> {
         let runtime = self.clone();
         self.broadcast(move |env| crate::actor::system::processes(env, &runtime))
