@@ -202,11 +202,24 @@ pub(crate) mod test_node {
         }
 
         /// The payload. Under loom, a read not ordered after the node's
-        /// creation is a causality violation.
+        /// creation (or last `set`) is a causality violation.
         pub(crate) fn value(&self) -> usize {
-            // SAFETY: the payload is written only at creation; every access
-            // after it is a read.
+            // SAFETY: the payload is written only by `new` and by `set`,
+            // whose callers own the node (it is in no queue, and no one
+            // else reads it until they push it).
             self.value.with(|value| unsafe { *value })
+        }
+
+        /// Writes the payload, as a waker's state change before its push.
+        ///
+        /// # Safety
+        ///
+        /// The caller owns the node: it is in no queue and no other thread
+        /// reads it until the caller pushes it.
+        #[cfg(loom)]
+        pub(crate) unsafe fn set(&self, value: usize) {
+            // SAFETY: the caller owns the node (this fn's contract).
+            self.value.with_mut(|slot| unsafe { *slot = value });
         }
     }
 
@@ -216,8 +229,8 @@ pub(crate) mod test_node {
         }
     }
 
-    // SAFETY: the payload is written only by `new`; shared access only
-    // reads it (`value`), and the link is atomic.
+    // SAFETY: the payload is written only by `new`, and by `set` under its
+    // contract (the writer owns the node); the link is atomic.
     unsafe impl Sync for Node {}
 
     /// A table of `count` nodes whose payloads are their indices.

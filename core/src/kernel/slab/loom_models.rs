@@ -28,12 +28,22 @@ fn slab_growth_races_lookup() {
                 }
             })
         };
-        // Newest first: seeing entry 2 implies seeing entry 1.
+        // Newest first: seeing entry 2 implies seeing entry 1. The first
+        // look may come before, during or after the growth; then wait for
+        // entry 2, so that every model reads it across threads.
         let late = table.get(2).map(Node::value);
         let early = table.get(1).map(Node::value);
         assert!(late.is_none() || early.is_some(), "entry 2 visible before entry 1");
         assert!(late.is_none_or(|value| value == 2));
         assert!(early.is_none_or(|value| value == 1));
+        let value = loop {
+            match table.get(2) {
+                Some(node) => break node.value(),
+                None => thread::yield_now(),
+            }
+        };
+        assert_eq!(value, 2);
+        assert_eq!(table.get(1).map(Node::value), Some(1));
         assert_eq!(table.get(0).map(Node::value), Some(0));
         grower.join().expect("grower panicked");
         assert_eq!(table.len(), 3);
@@ -44,8 +54,10 @@ fn slab_growth_races_lookup() {
 /// A spawner appends entry 2 (opening segment 1) and pushes it onto the
 /// wake list — the spawn path — while a waker pushes entry 0 onto the same
 /// list; the consumer follows links into the new segment. Fails with the
-/// length stored Relaxed (the consumer's link lookup finds no entry 2, or
-/// its payload read races) or the list's push Relaxed.
+/// list's push CAS Relaxed (the consumer's link lookup misses entry 2, or
+/// its payload read races its creation). With the push's Release, the
+/// slab's own length ordering is not needed here — the push carries the
+/// growth — which is why `slab_growth_races_lookup` checks that one.
 #[test]
 fn slab_growth_races_queue_push() {
     loom::model(|| {

@@ -25,11 +25,19 @@ fn pop_count(queue: impl Fn() -> Option<u32>, table: &Segments<Node>, count: usi
     out
 }
 
-/// Two producers push one node each onto the list while the consumer pops;
-/// both come out exactly once, with their payloads. Fails with the push's
-/// CAS Relaxed or the consumer's swap Relaxed (the payload read races the
-/// producer's writes), or without the batch reversal's link rewrite
-/// (an index is lost or repeated).
+/// Pushes `index` after writing its payload (`10 + index`), as a waker
+/// changes a process's state before queueing it.
+fn set_and_push(queue: &IntrusiveQueue, table: &Segments<Node>, index: u32) {
+    // SAFETY: the node is in no queue; this thread pushes it next.
+    unsafe { table.get(index).expect("in the table").set(10 + index as usize) };
+    queue.push(table, index);
+}
+
+/// Two producers each write a node's payload and push it onto the list
+/// while the consumer pops; both come out exactly once, with the payloads
+/// written. Fails with the push's CAS Relaxed or the consumer's swap
+/// Relaxed (the payload read races the producer's write), or without the
+/// batch reversal's link rewrite (an index is lost or repeated).
 #[test]
 fn intrusive_push_pop_race() {
     loom::model(|| {
@@ -38,7 +46,7 @@ fn intrusive_push_pop_race() {
         let producers: Vec<_> = (0..2u32)
             .map(|index| {
                 let (table, queue) = (table.clone(), queue.clone());
-                thread::spawn(move || queue.push(&*table, index))
+                thread::spawn(move || set_and_push(&queue, &table, index))
             })
             .collect();
         let mut got = pop_count(|| queue.pop(&*table), &table, 2);
@@ -46,7 +54,7 @@ fn intrusive_push_pop_race() {
             producer.join().expect("producer panicked");
         }
         got.sort_unstable();
-        assert_eq!(got, [(0, 0), (1, 1)]);
+        assert_eq!(got, [(0, 10), (1, 11)]);
         assert_eq!(queue.pop(&*table), None);
         assert!(queue.is_empty());
     });
@@ -90,7 +98,11 @@ fn wake_queue_overflow_race() {
         let producers: Vec<_> = (2..4u32)
             .map(|index| {
                 let (table, queue) = (table.clone(), queue.clone());
-                thread::spawn(move || queue.push(&*table, index))
+                thread::spawn(move || {
+                    // SAFETY: the node is in no queue; this thread pushes it.
+                    unsafe { table.get(index).expect("in the table").set(10 + index as usize) };
+                    queue.push(&*table, index);
+                })
             })
             .collect();
         let mut got = pop_count(|| queue.pop(&*table), &table, 4);
@@ -98,7 +110,7 @@ fn wake_queue_overflow_race() {
             producer.join().expect("producer panicked");
         }
         got.sort_unstable();
-        assert_eq!(got, [(0, 0), (1, 1), (2, 2), (3, 3)]);
+        assert_eq!(got, [(0, 0), (1, 1), (2, 12), (3, 13)]);
         assert_eq!(queue.pop(&*table), None);
     });
 }
