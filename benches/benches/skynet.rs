@@ -52,8 +52,9 @@ fn total(leaves: u64) -> u64 {
 /// Every process of the tree: 1 + 10 + … + 10^6.
 const TREE_PROCESSES: usize = 1_111_111;
 
-/// The smarm configuration for the tree: room for the whole tree at once
-/// (the default slab holds 16,384), and stacks at the hosted minimum of
+/// The smarm configuration for the tree: the default (no `max_actors`
+/// cap: the slab grows to hold the whole tree at once), and stacks at the
+/// hosted minimum of
 /// 64 KiB (a node needs well under 4 KiB; the floor is what a panic with a
 /// backtrace needs), so that address space stays at about 73 GB reserved
 /// for 1.1 M stacks, committed only where touched.
