@@ -1,9 +1,8 @@
 //! Loom models of the segmented slab: growth racing a lookup, and growth
 //! racing a push onto a wake queue whose links live in the new segment.
-//! Under loom a segment's first holds two entries, so index 2 opens
+//! Under loom the first segment holds two entries, so index 2 opens
 //! segment 1.
 
-use super::*;
 use crate::kernel::ring::test_node::{table, Node};
 use crate::kernel::ring::IntrusiveQueue;
 use alloc::vec::Vec;
