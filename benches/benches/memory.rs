@@ -16,9 +16,14 @@
 //! 4. read the resident set again: (after − before) / 100,000 is the
 //!    figure; then release them all and join.
 //!
-//! - `smarm/process`: [`smarm::run_with`], one worker, default
-//!   configuration except `max_actors` (room for 100,000): 256 KiB stacks,
-//!   committed lazily.
+//! - `smarm/process`: [`smarm::run`], one worker, the default
+//!   configuration (no `max_actors` cap: the slab grows; 256 KiB stacks,
+//!   committed lazily).
+//! - `smarm/process_1m`: the same with 1,000,000 parked at once (100,000
+//!   under `benches/run.sh --quick`). Its note also gives the resident set
+//!   before the spawns, at the peak, after every process has exited and
+//!   been joined (the runtime still up: its stack pool and slab segments
+//!   kept), and after the runtime is gone.
 //! - `tokio/task`: a `current_thread` runtime, unbounded mpsc channels.
 //! - `may/coroutine`: a one-worker `may` runtime, `may::sync::mpsc`,
 //!   default 32 KiB stacks. On a default Linux (`vm.max_map_count` 65,530)
@@ -32,6 +37,8 @@ use smarm_benches::measure::{self, Measurement};
 mod common;
 
 const PARKED: usize = 100_000;
+/// The million of `smarm/process_1m`.
+const PARKED_1M: usize = 1_000_000;
 /// What may is measured with when it cannot hold `PARKED`.
 const MAY_FALLBACK: usize = 20_000;
 
@@ -55,9 +62,12 @@ fn per_parked(before: u64, after: u64, count: usize) -> f64 {
     after.saturating_sub(before) as f64 / count as f64
 }
 
-fn smarm_child(count: usize) -> f64 {
-    let config = smarm::Config { max_actors: count + 16, ..smarm::Config::default() };
-    smarm::run_with(config, move || {
+/// `per_parked before peak exited dropped slab_bytes`: bytes per parked
+/// process, then the resident set before the spawns, at the peak, after
+/// every process exited and was joined, and after the runtime was dropped;
+/// and the address space of the slab's segments.
+fn smarm_child(count: usize) -> String {
+    let (per_parked, before, peak, exited, slab_bytes) = smarm::run(move || {
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..count).map(|_| smarm::channel::<()>()).unzip();
         let mut handles = Vec::with_capacity(count);
         let before = resident_bytes();
@@ -77,8 +87,11 @@ fn smarm_child(count: usize) -> f64 {
         for handle in handles {
             handle.join().expect("a parked process exits normally");
         }
-        per_parked(before, after, count)
-    })
+        let rt = smarm::current_runtime().expect("inside the runtime");
+        (per_parked(before, after, count), before, after, resident_bytes(), rt.slab_bytes())
+    });
+    let dropped = resident_bytes();
+    format!("{per_parked} {before} {peak} {exited} {dropped} {slab_bytes}")
 }
 
 fn tokio_child(count: usize) -> f64 {
@@ -139,19 +152,44 @@ fn may_child(count: usize) -> f64 {
 fn child(request: &str) {
     let (runtime, count) = request.split_once(':').expect("child request is runtime:count");
     let count: usize = count.parse().expect("child count is a number");
-    let bytes = match runtime {
-        "smarm" => smarm_child(count),
-        "tokio" => tokio_child(count),
-        "may" => may_child(count),
+    match runtime {
+        "smarm" => println!("{}", smarm_child(count)),
+        "tokio" => println!("{}", tokio_child(count)),
+        "may" => println!("{}", may_child(count)),
         _ => panic!("unknown runtime {runtime:?}"),
-    };
-    println!("{bytes}");
+    }
 }
 
-/// Runs one runtime's child and turns its output into a measurement.
-fn measure_in_child(runtime: &str, count: usize) -> Result<f64, String> {
+/// Runs one runtime's child and turns its output into a measurement: the
+/// bytes per parked process, and the rest of what the child printed.
+fn measure_in_child(runtime: &str, count: usize) -> Result<(f64, Vec<u64>), String> {
     let output = measure::child_of(&format!("{runtime}:{count}"))?;
-    output.trim().parse().map_err(|_| format!("child printed {output:?}, not a number"))
+    let mut fields = output.split_whitespace();
+    let value = fields
+        .next()
+        .and_then(|first| first.parse().ok())
+        .ok_or_else(|| format!("child printed {output:?}, not a number"))?;
+    let rest: Result<Vec<u64>, String> =
+        fields.map(|field| field.parse().map_err(|_| format!("child printed {output:?}"))).collect();
+    Ok((value, rest?))
+}
+
+/// The note of a smarm row: the count, and the resident sets the child
+/// reported.
+fn smarm_note(count: usize, rest: &[u64]) -> String {
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    match rest {
+        [before, peak, exited, dropped, slab] => format!(
+            "{count} parked; RSS before {:.0} MiB, peak {:.0} MiB, all exited {:.0} MiB, \
+             runtime dropped {:.0} MiB; slab segments {:.0} MiB of address space",
+            mib(*before),
+            mib(*peak),
+            mib(*exited),
+            mib(*dropped),
+            mib(*slab)
+        ),
+        _ => format!("{count} parked"),
+    }
 }
 
 fn main() {
@@ -161,17 +199,22 @@ fn main() {
     }
     // `cargo bench` passes criterion's flags (and `--bench`); none applies.
     let mut rows = Vec::new();
-    for (runtime, id) in [
-        ("smarm", "memory_per_parked/smarm/process"),
-        ("tokio", "memory_per_parked/tokio/task"),
-        ("may", "memory_per_parked/may/coroutine"),
+    let million = if measure::quick() { PARKED } else { PARKED_1M };
+    for (runtime, id, count) in [
+        ("smarm", "memory_per_parked/smarm/process", PARKED),
+        ("smarm", "memory_per_parked/smarm/process_1m", million),
+        ("tokio", "memory_per_parked/tokio/task", PARKED),
+        ("may", "memory_per_parked/may/coroutine", PARKED),
     ] {
-        let measurement = match measure_in_child(runtime, PARKED) {
-            Ok(value) => Measurement::Value { value, note: format!("{PARKED} parked") },
+        let measurement = match measure_in_child(runtime, count) {
+            Ok((value, rest)) if runtime == "smarm" => {
+                Measurement::Value { value, note: smarm_note(count, &rest) }
+            }
+            Ok((value, _)) => Measurement::Value { value, note: format!("{count} parked") },
             Err(reason) if runtime == "may" => {
                 let failed = format!("{PARKED} parked failed ({reason})");
                 match measure_in_child(runtime, MAY_FALLBACK) {
-                    Ok(value) => {
+                    Ok((value, _)) => {
                         Measurement::Value { value, note: format!("{failed}; {MAY_FALLBACK} parked") }
                     }
                     Err(again) => {

@@ -27,8 +27,10 @@ mod common;
 
 /// Operations per thread per iteration.
 const OPS: usize = 10_000;
-/// Ring capacity: a worker's wake ring is sized to the slab; this is small
-/// enough to stay in cache and large enough never to fill in `pairs`.
+/// Ring capacity: that of a worker's wake ring
+/// (`smarm_core::kernel::ring::WAKE_RING_CAPACITY`, with an intrusive list
+/// behind it for overflow); small enough to stay in cache and large enough
+/// never to fill in `pairs`.
 const CAPACITY: usize = 1_024;
 
 /// Waits politely: spin a little, yield now and then.

@@ -5,8 +5,8 @@
 //! (0 + 1 + … + 999,999).
 //!
 //! - `smarm/processes_channels`: processes and unbounded [`smarm::channel`]s
-//!   under [`smarm::run_with`] — one worker, `max_actors` 1,200,000 and
-//!   16 KiB stacks (see [`smarm_config`]);
+//!   under [`smarm::run_with`] — one worker, no `max_actors` cap (the
+//!   default) and 16 KiB stacks (see [`smarm_config`]);
 //! - `tokio/tasks_mpsc`: tasks and unbounded `tokio::sync::mpsc` channels on
 //!   a `current_thread` runtime;
 //! - `may/coroutines_mpsc`: coroutines and `may::sync::mpsc` channels on a
@@ -52,13 +52,14 @@ fn total(leaves: u64) -> u64 {
 /// Every process of the tree: 1 + 10 + … + 10^6.
 const TREE_PROCESSES: usize = 1_111_111;
 
-/// The smarm configuration for the tree: room for the whole tree at once
-/// (the default slab holds 16,384), and stacks at the hosted minimum of
+/// The smarm configuration for the tree: the default (no `max_actors`
+/// cap: the slab grows to hold the whole tree at once), and stacks at the
+/// hosted minimum of
 /// 64 KiB (a node needs well under 4 KiB; the floor is what a panic with a
 /// backtrace needs), so that address space stays at about 73 GB reserved
 /// for 1.1 M stacks, committed only where touched.
 fn smarm_config() -> smarm::Config {
-    smarm::Config { max_actors: 1_200_000, stack_size: smarm::MIN_STACK_SIZE, ..smarm::Config::default() }
+    smarm::Config { stack_size: smarm::MIN_STACK_SIZE, ..smarm::Config::default() }
 }
 
 const _: () = assert!(TREE_PROCESSES < 1_200_000);

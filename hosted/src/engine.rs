@@ -57,7 +57,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`workers`](Builder::workers) | 1 | logical workers, one OS thread each |
 /// | [`ingress_budget`](Builder::ingress_budget) | 256 | items per ingress drain per pass (0 = unlimited) |
 /// | [`process_budget`](Builder::process_budget) | 64 | processes resumed per pass (0 = unlimited) |
-/// | [`max_actors`](Builder::max_actors) | 16,384 | slab size: most processes alive at once |
+/// | [`max_actors`](Builder::max_actors) | no cap ([`MAX_ACTORS`](crate::MAX_ACTORS), 2^32 − 1) | most processes alive at once; the slab grows to fit |
 /// | [`stack_size`](Builder::stack_size) | 256 KiB | usable bytes per process stack (lazily committed; at least [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), 64 KiB) |
 /// | [`stack_pool_max`](Builder::stack_pool_max) | 16,384 | stacks kept for reuse |
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
@@ -125,9 +125,11 @@ impl Builder {
         self
     }
 
-    /// Most processes alive at once (the slab size).
+    /// Caps the processes alive at once (default: no cap but
+    /// [`MAX_ACTORS`](crate::MAX_ACTORS)). Nothing is allocated for the
+    /// cap; the slab grows with the processes.
     pub fn max_actors(mut self, count: usize) -> Builder {
-        self.config.max_actors = count;
+        self.config.max_actors = Some(count);
         self
     }
 

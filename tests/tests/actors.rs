@@ -991,7 +991,7 @@ fn an_idle_worker_with_actors_parks() {
 
 #[test]
 fn spawn_errors_are_typed() {
-    let mut s = stepper(2, |c| c.max_actors = 2);
+    let mut s = stepper(2, |c| c.max_actors = Some(2));
     let rt = s.runtime().clone();
     assert_eq!(rt.spawn_actor_on(7, OneShot).unwrap_err(), smarm::SpawnError::NoSuchWorker(7));
     assert_eq!(smarm::spawn_actor(OneShot).unwrap_err(), smarm::SpawnError::NotInProcess);

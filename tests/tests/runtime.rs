@@ -270,7 +270,7 @@ fn join_reports_panic_message_and_others_continue() {
 
 #[test]
 fn full_slab_is_a_typed_error() {
-    smarm::run_with(Config { max_actors: 4, ..Config::default() }, || {
+    smarm::run_with(Config { max_actors: Some(4), ..Config::default() }, || {
         let rt = smarm::current_runtime().unwrap();
         let gate = Arc::new(AtomicBool::new(false));
         let mut held: Vec<_> = (0..3)

@@ -1,7 +1,9 @@
 //! Soak: the runtime under volume, on the four-thread Engine, with every
 //! count asserted — a million spawns, ten million messages, ten thousand
-//! processes stopped or released out of every kind of wait, and a hundred
-//! thousand processes of which a tenth panic.
+//! processes stopped or released out of every kind of wait, a hundred
+//! thousand processes of which a tenth panic — and a million processes
+//! parked at once on the default configuration (under `smarm::run`, then on
+//! a two-worker Engine), whose resident memory it prints.
 //!
 //! Full size in release (`cargo test --release -p smarm-tests --test
 //! soak`). A debug build (the workspace's `cargo test`, the aarch64 suite
@@ -503,4 +505,98 @@ fn ten_thousand_actors_a_million_messages() {
     }
     engine.wait();
     assert_eq!(rt.live(), 0);
+}
+
+/// Bytes of this process's resident set (`/proc/self/statm`), or 0 where
+/// it cannot be read.
+fn resident_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|statm| statm.split_whitespace().nth(1).and_then(|field| field.parse::<u64>().ok()))
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// The stacks a runtime keeps in its pool by default (`stack_pool_max`
+/// unset): the rest go back to the platform when their processes end.
+const DEFAULT_STACK_POOL_MAX: usize = 16_384;
+
+/// The body of the million-parked test, run inside a root process:
+/// `count` processes spawned (on `workers` workers, round-robin), each
+/// parked on its own channel until all are parked at once; then each is
+/// sent its own value and joined with `3 * index + value`. Every slot comes
+/// back and the pool keeps what it may. Prints the resident set before,
+/// at the peak and after. `label` names the host in the output.
+fn million_parked(label: &str, count: usize, workers: usize) {
+    let rt = smarm::current_runtime().expect("inside a runtime");
+    let free_at_start = rt.free_slots();
+    let pooled_at_start = rt.pooled_stacks();
+    let parked = Arc::new(AtomicUsize::new(0));
+    let before = resident_bytes();
+    let mut senders = Vec::with_capacity(count);
+    let mut handles = Vec::with_capacity(count);
+    for index in 0..count {
+        let (sender, receiver) = smarm::channel::<u64>();
+        let parked = parked.clone();
+        let handle = smarm::spawn_on(index % workers, move || {
+            parked.fetch_add(1, Ordering::Relaxed);
+            let value = receiver.recv().expect("the root sends before it drops the sender");
+            3 * index as u64 + value
+        })
+        .expect("the default configuration has no process cap");
+        senders.push(sender);
+        handles.push(handle);
+    }
+    while parked.load(Ordering::Relaxed) < count {
+        smarm::yield_now();
+    }
+    // Every one is alive and past its count: parked on its receive (or
+    // about to park) at once.
+    assert_eq!(rt.live(), count + 1, "all {count} alive at once, and the root");
+    assert_eq!(rt.free_slots(), free_at_start - count);
+    assert!(rt.slab_len() > count, "the slab grew past {count}: {}", rt.slab_len());
+    let peak = resident_bytes();
+    for (index, sender) in senders.into_iter().enumerate() {
+        sender.send(1_000 + index as u64).expect("the process is parked on the receive");
+    }
+    for (index, handle) in handles.into_iter().enumerate() {
+        let value = handle.join().expect("a released process returns its value");
+        assert_eq!(value, 3 * index as u64 + 1_000 + index as u64, "process {index}");
+    }
+    let after = resident_bytes();
+    assert_eq!(rt.live(), 1, "only the root is live");
+    assert_eq!(rt.free_slots(), free_at_start, "every slot came back");
+    assert_eq!(
+        rt.pooled_stacks(),
+        (pooled_at_start + count).min(DEFAULT_STACK_POOL_MAX),
+        "every stack came back: to the pool up to its bound, the rest to the platform"
+    );
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    eprintln!(
+        "{label}: {count} parked at once: RSS before {:.0} MiB, peak {:.0} MiB ({:.0} bytes per parked \
+         process), after {:.0} MiB; slab {} slots, {:.0} MiB of address space, kept",
+        mib(before),
+        mib(peak),
+        peak.saturating_sub(before) as f64 / count as f64,
+        mib(after),
+        rt.slab_len(),
+        mib(rt.slab_bytes() as u64),
+    );
+}
+
+/// A million processes parked at once on the default `Config` — no
+/// `max_actors`, default stacks — first under `smarm::run` (one worker),
+/// then on a two-worker Engine (half the spawns and half the wakes cross
+/// workers, far more than a wake ring holds). One test, so the two
+/// millions are not resident at the same time.
+#[test]
+fn a_million_parked_at_once_on_the_default_config() {
+    let count = 1_000_000 / SCALE;
+    smarm::run(move || million_parked("smarm::run", count, 1));
+    Engine::builder()
+        .workers(2)
+        .build()
+        .expect("engine starts")
+        .block_on(move || million_parked("engine, 2 workers", count, 2))
+        .expect("root runs");
 }

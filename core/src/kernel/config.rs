@@ -21,9 +21,23 @@ pub struct Config {
     /// runnable again on the next pass, after every other runnable actor
     /// of its worker has had its turn.
     pub actor_message_budget: usize,
-    /// Size of the slab: the most processes alive at once. Default 16,384.
-    /// Spawning beyond it is `SpawnError::Full`.
-    pub max_actors: usize,
+    /// An optional cap on the processes alive at once. Default `None`: no
+    /// cap but the pid index space, [`MAX_ACTORS`] (4,294,967,295). Spawning
+    /// beyond the cap is `SpawnError::Full`.
+    ///
+    /// Nothing is allocated for the cap: the slab grows in segments of
+    /// doubling size as processes are spawned (memory follows the most
+    /// processes alive at once, about 280 bytes per slot on 64-bit targets), and its
+    /// segments are kept for reuse until the runtime is dropped.
+    ///
+    /// ```
+    /// use smarm_core::Config;
+    /// // At most 10,000 processes alive at once.
+    /// let capped = Config { max_actors: Some(10_000), ..Config::default() };
+    /// assert_eq!(capped.actor_limit(), 10_000);
+    /// assert_eq!(Config::default().actor_limit(), smarm_core::MAX_ACTORS);
+    /// ```
+    pub max_actors: Option<usize>,
     /// Usable bytes of each process stack. Default 256 KiB (lazily
     /// committed: a process that touches one page costs one page).
     ///
@@ -76,7 +90,7 @@ impl Default for Config {
             worker_ingress_budget: 256,
             process_budget: 64,
             actor_message_budget: 64,
-            max_actors: 16_384,
+            max_actors: None,
             stack_size: 256 * 1024,
             stack_pool_max: None,
             stack_keep_resident: 16 * 1024,
@@ -95,7 +109,8 @@ pub enum ConfigError {
     NoWorkers,
     /// `worker_count` is above [`MAX_WORKERS`].
     TooManyWorkers(usize),
-    /// `max_actors` must be at least 1 and at most [`MAX_ACTORS`].
+    /// `max_actors`, when set, must be at least 1 and at most
+    /// [`MAX_ACTORS`].
     MaxActors(usize),
     /// `stack_size` is below the smallest the runtime's host accepts.
     StackTooSmall {
@@ -125,15 +140,17 @@ impl core::fmt::Display for ConfigError {
 impl core::error::Error for ConfigError {}
 
 /// The most workers a runtime may have. Each costs a driver (an OS thread
-/// under the hosted engine) and two ingress rings the size of the slab.
+/// under the hosted engine) and two ingress rings of
+/// [`WAKE_RING_CAPACITY`](crate::kernel::ring::WAKE_RING_CAPACITY) entries.
 pub const MAX_WORKERS: usize = 1024;
 
-/// The most process slots a runtime may have (2^24): a pid's index fits
-/// in 32 bits with room to spare, and the slab plus every worker's rings
-/// stay addressable. Memory is checked when the runtime is built: a slab
-/// or ring that cannot be allocated is `BuildError::OutOfMemory`, not an
-/// abort.
-pub const MAX_ACTORS: usize = 1 << 24;
+/// The most processes a runtime can hold at once: the pid index space,
+/// 2^32 − 1 = 4,294,967,295 (a pid's index is a `u32`, and index
+/// `u32::MAX` is the wake queues' end-of-list marker). This is the limit
+/// when `Config::max_actors` is `None`; memory for the slab is taken as it
+/// grows, and a segment that cannot be allocated fails that spawn with
+/// `SpawnError::OutOfMemory`, never an abort.
+pub const MAX_ACTORS: usize = crate::kernel::slab::SEGMENTS_MAX_LEN;
 
 /// The smallest `stack_size` the core accepts from any host: room for the
 /// process entry, the switch and the exit path, with margin. Hosts may ask
@@ -161,13 +178,21 @@ impl Config {
         if self.worker_count > MAX_WORKERS {
             return Err(ConfigError::TooManyWorkers(self.worker_count));
         }
-        if self.max_actors == 0 || self.max_actors > MAX_ACTORS {
-            return Err(ConfigError::MaxActors(self.max_actors));
+        if let Some(cap) = self.max_actors {
+            if cap == 0 || cap > MAX_ACTORS {
+                return Err(ConfigError::MaxActors(cap));
+            }
         }
         if self.stack_size < minimum {
             return Err(ConfigError::StackTooSmall { size: self.stack_size, minimum });
         }
         Ok(())
+    }
+
+    /// The most processes alive at once: `max_actors`, or [`MAX_ACTORS`]
+    /// when it is `None`.
+    pub fn actor_limit(&self) -> usize {
+        self.max_actors.unwrap_or(MAX_ACTORS).min(MAX_ACTORS)
     }
 
     /// `max_spinners`, or its default: half the workers, but at least two

@@ -9,9 +9,13 @@ use crate::kernel::pid::Pid;
 /// Why a spawn failed. Nothing was started; the closure was dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpawnError {
-    /// Every slot of the slab is taken: wait for processes to exit or raise
-    /// `Config::max_actors`.
+    /// The cap on processes alive at once is reached (`Config::max_actors`,
+    /// or the pid index space `MAX_ACTORS`): wait for processes to exit or
+    /// raise the cap.
     Full,
+    /// The slab needed a new segment and the memory could not be had: wait
+    /// for processes to exit (their slots are reused) or free memory.
+    OutOfMemory,
     /// No stack could be had for the process.
     Stack(StackError),
     /// The named worker does not exist in this runtime.
@@ -26,7 +30,12 @@ pub enum SpawnError {
 impl fmt::Display for SpawnError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SpawnError::Full => f.write_str("process slab is full: raise max_actors or wait for exits"),
+            SpawnError::Full => {
+                f.write_str("process slab is full (the max_actors cap is reached): raise or unset max_actors, or wait for exits")
+            }
+            SpawnError::OutOfMemory => {
+                f.write_str("out of memory for the process slab: wait for exits or free memory")
+            }
             SpawnError::Stack(e) => write!(f, "no stack for the new process: {e}"),
             SpawnError::NoSuchWorker(w) => write!(f, "no worker {w} in this runtime"),
             SpawnError::NotInProcess => {

@@ -6,9 +6,15 @@
 //! - Finalize order: exit reason set and `Done` under the slot lock →
 //!   stack recycled → death hooks → joiners woken → slot reclaimed only
 //!   when no handle is outstanding.
-//! - A process sits in at most one ready queue or ring at a time (the state
-//!   word's `Queued` transition is what entitles a push), so rings sized to
-//!   the slab cannot overflow; pushes assert it.
+//! - A process sits in at most one ready queue or wake/spawn queue at a time
+//!   (the state word's `Queued` transition is what entitles a push), so the
+//!   intrusive lists behind the rings need one link per slot and can never
+//!   be full (`kernel::ring::WakeQueue`).
+//! - The slab grows by segments and never shrinks while the runtime lives:
+//!   a slot index is taken from the free list, or else appended (up to the
+//!   configured cap, or [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS)).
+//!   The free list's capacity covers every slot, so giving a slot back
+//!   never allocates.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -30,17 +36,19 @@ use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
-use crate::kernel::ring::{LockedRing, Ring, WakeRing};
-use crate::kernel::slab::{DeathHook, DeathHookId, Entry, Slot, STOP_NONE, STOP_REQUESTED};
+use crate::kernel::ring::{LockedRing, Ring, WakeQueue};
+use crate::kernel::slab::{
+    DeathHook, DeathHookId, Entry, GrowError, Segments, Slot, STOP_NONE, STOP_REQUESTED,
+};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::state::{State, Unpark};
 use crate::kernel::worker::{Worker, WorkerStats};
 /// Per-worker shared state: the producer side of its ingress rings.
 pub(crate) struct WorkerShared {
     /// Wakes from other drivers: slot indices now `Queued`.
-    pub(crate) wake: WakeRing<u32>,
+    pub(crate) wake: WakeQueue,
     /// Spawns from outside the worker: slot indices claimed `Queued`.
-    pub(crate) spawn: WakeRing<u32>,
+    pub(crate) spawn: WakeQueue,
     /// Administrative commands.
     pub(crate) admin: LockedRing<Admin>,
     /// Commands pushed into `admin` and not yet taken: lets a pass skip the
@@ -91,8 +99,13 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) platform: Arc<dyn Platform>,
     pub(crate) hooks: &'static HostHooks,
-    slots: Box<[Slot]>,
+    /// The slab: grows by segments, never moves a slot.
+    pub(crate) slots: Segments<Slot>,
+    /// Indices of reclaimed slots, reused before the slab grows. Its
+    /// capacity is kept at least the slab's length (see `grow`).
     free: RuntimeMutex<Vec<u32>>,
+    /// Most slots in use at once: `Config::max_actors`, or `MAX_ACTORS`.
+    limit: usize,
     stacks: RuntimeMutex<Vec<Stack>>,
     pub(crate) workers: Box<[WorkerShared]>,
     pub(crate) tokens: Box<[ParkToken]>,
@@ -119,7 +132,8 @@ impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shared")
             .field("workers", &self.workers.len())
-            .field("max_actors", &self.slots.len())
+            .field("max_actors", &self.limit)
+            .field("slab_len", &self.slots.len())
             .field("live", &self.live.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -132,8 +146,7 @@ pub enum BuildError {
     Config(ConfigError),
     /// Different host hooks are already installed in this process image.
     HostConflict,
-    /// The slab or a worker's rings could not be allocated: lower
-    /// `max_actors` or `worker_count`.
+    /// A worker's rings could not be allocated: lower `worker_count`.
     OutOfMemory,
 }
 
@@ -145,7 +158,7 @@ impl fmt::Display for BuildError {
                 f.write_str("another host's hooks are installed: one host kind per process image")
             }
             BuildError::OutOfMemory => {
-                f.write_str("not enough memory for the slab and rings: lower max_actors or worker_count")
+                f.write_str("not enough memory for the workers' rings: lower worker_count")
             }
         }
     }
@@ -182,18 +195,11 @@ impl RuntimeParts {
         if !host::install(hooks) {
             return Err(BuildError::HostConflict);
         }
-        let n = config.max_actors;
+        let limit = config.actor_limit();
         // Every allocation sized by the configuration is fallible: an
-        // absurd size is a typed error, never an abort.
+        // absurd size is a typed error, never an abort. The slab and the
+        // free list start empty and grow with the processes.
         let oom = |_| BuildError::OutOfMemory;
-        let mut slots: Vec<Slot> = Vec::new();
-        slots.try_reserve_exact(n).map_err(oom)?;
-        slots.extend((0..n).map(|_| Slot::new()));
-        let slots = slots.into_boxed_slice();
-        // Popped from the end: index 0 is handed out first.
-        let mut free: Vec<u32> = Vec::new();
-        free.try_reserve_exact(n).map_err(oom)?;
-        free.extend((0..n as u32).rev());
         let token_count = match drivers {
             Drivers::PerWorker => config.worker_count,
             Drivers::Single => 1,
@@ -202,8 +208,8 @@ impl RuntimeParts {
         workers.try_reserve_exact(config.worker_count).map_err(oom)?;
         for id in 0..config.worker_count {
             workers.push(WorkerShared {
-                wake: WakeRing::try_with_capacity(n).map_err(|_| BuildError::OutOfMemory)?,
-                spawn: WakeRing::try_with_capacity(n).map_err(|_| BuildError::OutOfMemory)?,
+                wake: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
+                spawn: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
                 admin: LockedRing::with_capacity(64),
                 admin_pending: AtomicUsize::new(0),
                 token: if drivers == Drivers::Single { 0 } else { id },
@@ -218,8 +224,9 @@ impl RuntimeParts {
             config,
             platform,
             hooks,
-            slots,
-            free: RuntimeMutex::leaf(free),
+            slots: Segments::new(),
+            free: RuntimeMutex::leaf(Vec::new()),
+            limit,
             stacks: RuntimeMutex::leaf(Vec::new()),
             workers,
             tokens,
@@ -266,13 +273,44 @@ fn stack_of(slot: &Slot) -> &Stack {
 impl Shared {
     /// The slot a pid names, if the index is in range (the generation is
     /// checked by each transition, atomically).
+    #[inline]
     pub(crate) fn slot(&self, index: u32) -> Option<&Slot> {
-        self.slots.get(index as usize)
+        self.slots.get(index)
+    }
+
+    /// The slot at an index this runtime handed out (it is in the slab).
+    #[inline]
+    pub(crate) fn slot_at(&self, index: u32) -> &Slot {
+        match self.slots.get(index) {
+            Some(slot) => slot,
+            None => panic!("smarm: slot {index} is not in the slab (a runtime bug)"),
+        }
     }
 
     /// The slot of a pid this runtime handed out (its index is in range).
     pub(crate) fn slot_of(&self, pid: Pid) -> &Slot {
-        &self.slots[pid.index() as usize]
+        self.slot_at(pid.index())
+    }
+
+    /// A fresh slot index for a spawn, with the free-list lock held: the
+    /// slab grows by one slot (and by a segment when the slot opens one),
+    /// unless the cap is reached.
+    fn grow(&self, free: &mut Vec<u32>) -> Result<u32, SpawnError> {
+        let len = self.slots.len();
+        if len >= self.limit {
+            return Err(SpawnError::Full);
+        }
+        // Room in the free list for every slot, this one included: giving a
+        // slot back (`reclaim`, a failed spawn) then never allocates.
+        let missing = (len + 1).saturating_sub(free.len());
+        free.try_reserve(missing).map_err(|_| SpawnError::OutOfMemory)?;
+        // SAFETY: pushes are serialised by the free-list lock, which the
+        // caller holds (`free` is borrowed from its guard).
+        match unsafe { self.slots.push(Slot::new()) } {
+            Ok(index) => Ok(index),
+            Err(GrowError::Full) => Err(SpawnError::Full),
+            Err(GrowError::OutOfMemory) => Err(SpawnError::OutOfMemory),
+        }
     }
 
     pub(crate) fn live(&self) -> usize {
@@ -303,7 +341,7 @@ impl Shared {
         };
         // A recycled stack may carry an earlier process's ASan poison.
         crate::kernel::asan::forget_stack(&stack);
-        let slot = &self.slots[index as usize];
+        let slot = self.slot_at(index);
         let generation = slot.generation();
         // SAFETY: 1. `stack.top()` is 16-aligned and the range below it is
         //    owned by `stack`, which the slot keeps until the process is
@@ -339,7 +377,10 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Err(SpawnError::Closed);
         }
-        let index = free.pop().ok_or(SpawnError::Full)?;
+        let index = match free.pop() {
+            Some(index) => index,
+            None => self.grow(&mut free)?,
+        };
         self.live.fetch_add(1, Ordering::AcqRel);
         Ok(index)
     }
@@ -354,7 +395,7 @@ impl Shared {
         }
         let _np = NoPreempt::new();
         let index = self.take_slot()?;
-        let slot = &self.slots[index as usize];
+        let slot = self.slot_at(index);
         let generation = slot.generation();
         slot.stackless.store(true, Ordering::Relaxed);
         slot.worker.store(worker, Ordering::Relaxed);
@@ -539,12 +580,10 @@ impl Shared {
         if local == Some(true) {
             return;
         }
-        let ring = &self.workers[worker].spawn;
         // Queue operations run with preemption disabled: a producer switched
         // out mid-publish would stall the consumer behind its cell.
         let _np = NoPreempt::new();
-        let pushed = ring.push(index);
-        assert!(pushed.is_ok(), "spawn ring overflow: a process was enqueued twice");
+        self.workers[worker].spawn.push(&self.slots, index);
         self.notify(worker);
     }
 
@@ -612,8 +651,7 @@ impl Shared {
         }
         // Preemption disabled across the push (see `route_spawn`).
         let _np = NoPreempt::new();
-        let pushed = self.workers[worker].wake.push(index);
-        assert!(pushed.is_ok(), "wake ring overflow: a process was enqueued twice");
+        self.workers[worker].wake.push(&self.slots, index);
         self.notify(worker);
     }
 
@@ -673,7 +711,7 @@ impl Shared {
     /// Runs the finalize sequence for a process that has switched out for
     /// the last time. Called by its worker's driver.
     pub(crate) fn finalize(&self, index: u32, generation: u32) {
-        let slot = &self.slots[index as usize];
+        let slot = self.slot_at(index);
         let pid = Pid::from_parts(index, generation);
         // SAFETY: the process is Done and will never run again; its worker
         // (the caller) owns the body.
@@ -753,7 +791,7 @@ impl Shared {
 
     /// Returns a finalized slot with no outstanding handle to the free list.
     pub(crate) fn reclaim(&self, index: u32, generation: u32) {
-        let slot = &self.slots[index as usize];
+        let slot = self.slot_at(index);
         let unjoined = {
             let mut cold = slot.cold.lock();
             debug_assert!(cold.finalized && !cold.handle);
@@ -811,8 +849,11 @@ impl Shared {
         snap.generation() == pid.generation() && !matches!(snap.state(), State::Vacant | State::Done)
     }
 
+    /// Slots that can still be taken: the cap less the slots in use.
     fn free_slots(&self) -> usize {
-        self.free.lock().len()
+        let free = self.free.lock();
+        let in_use = self.slots.len() - free.len();
+        self.limit - in_use
     }
 
     fn pooled_stacks(&self) -> usize {
@@ -832,16 +873,17 @@ impl Drop for Shared {
             // SAFETY: pooled stacks belong to no process.
             unsafe { self.platform.free_stack(stack) };
         }
-        for slot in self.slots.iter_mut() {
+        let platform = &self.platform;
+        self.slots.for_each_mut(|slot| {
             // A runtime dropped with processes still suspended: their stacks
             // are abandoned (their destructors cannot run without resuming
             // them), but the memory goes back.
             if let Some(stack) = slot.body.get_mut().stack.take() {
                 // SAFETY: with the last handle gone, nothing can switch to
                 // the process any more.
-                unsafe { self.platform.free_stack(stack) };
+                unsafe { platform.free_stack(stack) };
             }
-        }
+        });
     }
 }
 
@@ -982,9 +1024,27 @@ impl Runtime {
         }
     }
 
-    /// Free slots in the slab (for tests and diagnostics).
+    /// Slots that can still be taken before a spawn is
+    /// `SpawnError::Full`: [`max_actors`](Runtime::max_actors) less the
+    /// processes whose slots are in use (for tests and diagnostics). Equal
+    /// to `max_actors()` once every process is gone and every handle
+    /// dropped.
     pub fn free_slots(&self) -> usize {
         self.shared.free_slots()
+    }
+
+    /// Slots the slab has made so far: the most in use at once, since the
+    /// runtime was built. Their segments are kept (reclaimed slots are
+    /// reused) until the runtime is dropped; see [`slab_bytes`](Runtime::slab_bytes).
+    pub fn slab_len(&self) -> usize {
+        self.shared.slots.len()
+    }
+
+    /// Bytes of address space the slab's segments take (allocated room,
+    /// used or not; pages never touched are not resident). Kept until the
+    /// runtime is dropped.
+    pub fn slab_bytes(&self) -> usize {
+        self.shared.slots.allocated_len() * core::mem::size_of::<Slot>()
     }
 
     /// Stacks waiting in the pool (for tests and diagnostics).
@@ -992,8 +1052,10 @@ impl Runtime {
         self.shared.pooled_stacks()
     }
 
-    /// Capacity of the slab.
+    /// The most processes alive at once: `Config::max_actors` when set,
+    /// else [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS), the pid
+    /// index space.
     pub fn max_actors(&self) -> usize {
-        self.shared.slots.len()
+        self.shared.limit
     }
 }

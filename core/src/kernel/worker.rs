@@ -272,7 +272,7 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     // 1. Ingress: spawns, wakes, admin commands.
     let mut n = 0;
     while n < budget {
-        let Some(index) = ingress.spawn.pop() else { break };
+        let Some(index) = ingress.spawn.pop(&shared.slots) else { break };
         core.ready.borrow_mut().push_back(index);
         core.stats.borrow_mut().spawned += 1;
         core.live_here.set(core.live_here.get() + 1);
@@ -281,7 +281,7 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     did |= n > 0;
     n = 0;
     while n < budget {
-        let Some(index) = ingress.wake.pop() else { break };
+        let Some(index) = ingress.wake.pop(&shared.slots) else { break };
         core.ready.borrow_mut().push_back(index);
         n += 1;
     }
@@ -469,7 +469,8 @@ fn stop_all_on(shared: &Shared, id: usize) {
 }
 
 fn shared_slot_count(shared: &Shared) -> u32 {
-    shared.config.max_actors as u32
+    // The slab never holds more than `u32::MAX` slots (`MAX_ACTORS`).
+    shared.slots.len() as u32
 }
 
 /// Ends the running process with `reason` and switches to its worker for

@@ -185,7 +185,7 @@ impl Platform for HostPlatform {
 /// and 32 KiB stacks, so 1,000 live processes take 32 MiB of the 64 MiB
 /// heap (canary stacks, no guard pages: see the README).
 pub fn config() -> Config {
-    Config { max_actors: 4096, stack_size: 32 * 1024, stack_pool_max: Some(1024), ..Config::default() }
+    Config { stack_size: 32 * 1024, stack_pool_max: Some(1024), ..Config::default() }
 }
 
 /// A fresh runtime of `config.worker_count` workers, one driver (core)

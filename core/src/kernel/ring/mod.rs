@@ -1,4 +1,5 @@
-//! Wake rings: bounded, non-blocking queues that carry wakes into a worker.
+//! Wake rings: bounded, non-blocking queues that carry wakes into a worker,
+//! and the wake queues built from them.
 //!
 //! A wake from another thread reaches the target worker through that
 //! worker's wake ring. This module owns the
@@ -15,28 +16,31 @@
 //! precedence is `rq-striped` > `rq-mpmc` > `rq-mutex`, and with none
 //! `rq-mpmc` is used.
 //!
-//! # Why a wake ring sized to the slab cannot overflow
+//! # Why a worker's wake queue cannot overflow
 //!
-//! A process is put in a wake ring only by the waker that moved its state
+//! A process is put in a wake queue only by the waker that moved its state
 //! word to `Queued`, and leaves it only when the worker pops it and then
 //! claims it (`Queued` → `Running`). Every wake transition is a CAS that
 //! consumes the wait's epoch, so between those two points no second wake can
-//! land: **each process is in at most one ring, at most once**. Count what a
-//! ring holds from the moment a producer claims a position until the moment
-//! the consumer's `pop` returns (a value mid-push or mid-pop still occupies
-//! its cell); every such value is a distinct process, and so is the process
-//! being pushed. A push that fails therefore proves that more than
-//! [`capacity`](Ring::capacity) processes exist, which a ring built with
-//! `with_capacity(slab_len)` rules out. The caller asserts it.
+//! land: **each process is in at most one queue, at most once**.
 //!
-//! The argument needs one property from each implementation: **a push
-//! returns `Err` only if, at some instant during the call, `capacity()`
-//! values occupied the ring.** [`LockedRing`] has it trivially. [`MpmcRing`]
-//! and [`StripedRing`] have it when each ring has one consumer (a worker
-//! drains only its own wake ring): with several consumers, a consumer
-//! stalled mid-pop pins its cell while later cells are freed, and a push can
-//! find that cell busy with fewer values inside. See each type for its
-//! argument.
+//! The ring is therefore not sized to the slab (which has no fixed size:
+//! it grows by segments). A worker's wake and spawn queues are
+//! `WakeQueue`s (`intrusive.rs`): a ring of [`WAKE_RING_CAPACITY`] entries, with an
+//! intrusive list threaded through the slots behind it for whatever does
+//! not fit — one link per slot suffices because of the invariant above. A
+//! push never fails and never allocates; see `intrusive.rs` for the list
+//! and its loom models.
+//!
+//! A ring push still needs one property from each implementation, now for
+//! performance rather than safety: **a push returns `Err` only if, at some
+//! instant during the call, `capacity()` values occupied the ring**, so
+//! the list takes only real bursts. [`LockedRing`] has it trivially.
+//! [`MpmcRing`] and [`StripedRing`] have it when each ring has one consumer
+//! (a worker drains only its own queues): with several consumers, a
+//! consumer stalled mid-pop pins its cell while later cells are freed, and
+//! a push can find that cell busy with fewer values inside. See each type
+//! for its argument.
 //!
 //! # Preemption
 //!
@@ -58,9 +62,15 @@
 
 use core::ops::{Deref, DerefMut};
 
+mod intrusive;
 pub mod locked;
 pub mod mpmc;
 pub mod striped;
+
+pub use intrusive::WAKE_RING_CAPACITY;
+#[cfg(all(test, loom))]
+pub(crate) use intrusive::{test_node, IntrusiveQueue};
+pub(crate) use intrusive::{Linked, Links, WakeQueue, NIL};
 
 pub use locked::LockedRing;
 
