@@ -46,7 +46,7 @@ pub mod io;
 use std::sync::Arc;
 
 pub use alloc::PreemptingAlloc;
-pub use engine::{Builder, Engine};
+pub use engine::{available_cpus, Builder, Engine};
 pub use host::StopSentinel;
 pub use smarm_core::otp::local::ActorLocal;
 /// Supervisors and gen_server (re-exported from `smarm-core`).
