@@ -35,11 +35,11 @@
 //! most `max_spinners` at once (checked with one `n_spinning` atomic only
 //! when that limit is below the driver count; otherwise the counter would
 //! be one more cache line moving between CPUs at every hand-off). While it
-//! spins it executes the CPU's spin hint (`pause` / `yield`), with a
-//! `sched_yield` every [`YIELD_EVERY`] hints for the non-driver threads
-//! (io, the `block_on` thread) — or every [`YIELD_EVERY_CROWDED`] hints
-//! when an explicit thread count exceeds the CPUs, where the thread that
-//! would wake the spinner may be queued behind it on its core. When the
+//! spins it executes the CPU's spin hint (`pause` / `yield`) and no system
+//! call ([`YIELD_EVERY`] says why) — except when an explicit thread count
+//! exceeds the CPUs: then it calls `sched_yield` every
+//! [`YIELD_EVERY_CROWDED`] hints, because the thread that would wake it
+//! may be queued behind it on its core. When the
 //! budget runs out — or it may not spin, or the budget is 0 — the driver
 //! parks on the platform until its workers' next timer deadline or a wake.
 //!
@@ -271,15 +271,19 @@ pub fn available_cpus() -> usize {
 }
 
 /// Spin hints between two `sched_yield`s of a spinning driver when the
-/// drivers fit on the CPUs. No other driver needs the spinner's CPU then;
-/// the rare yield lets a thread that is not a driver (an io thread, the
-/// thread in `block_on`) queued behind the spinner run.
+/// drivers fit on the CPUs: never, in effect. No other driver needs the
+/// spinner's CPU then, and a thread of ours that is not a driver (an io
+/// thread, the thread in `block_on`) preempts the spinner when it wakes.
 ///
 /// Measured on a 2-vCPU KVM guest, token ring on 2 workers, 300,000 hops,
-/// spin budget 100,000: pause only 279–328 ns per hop, a yield every 16
-/// hints 282–287 ns, neither (a bare load loop) 293–376 ns; with a 20,000
-/// budget the yields cost more (301–554 ns against 291–414 ns).
-const YIELD_EVERY: u32 = 256;
+/// spin budget 100,000, quiet machine: pause only 279–328 ns per hop, a
+/// yield every 16 hints 282–287 ns, neither (a bare load loop) 293–376 ns.
+/// With other processes compiling on the same CPUs, a yield every 256
+/// hints handed the CPU to them 155,000 times in one run (6 µs per hop,
+/// `perf stat`: 155k context switches, all from `sched_yield`); without
+/// yields the bad runs came from spinners preempted past their budget
+/// instead (futex parks), about as often.
+const YIELD_EVERY: u32 = u32::MAX;
 
 /// Spin hints between two `sched_yield`s when there are more drivers than
 /// CPUs (only with an explicit [`Builder::threads`]): the thread a spinner
