@@ -35,11 +35,10 @@
 //! most `max_spinners` at once (checked with one `n_spinning` atomic only
 //! when that limit is below the driver count; otherwise the counter would
 //! be one more cache line moving between CPUs at every hand-off). While it
-//! spins it executes the CPU's spin hint (`pause` / `yield`) and no system
-//! call ([`YIELD_EVERY`] says why) — except when an explicit thread count
-//! exceeds the CPUs: then it calls `sched_yield` every
-//! [`YIELD_EVERY_CROWDED`] hints, because the thread that would wake it
-//! may be queued behind it on its core. When the
+//! spins it executes the CPU's spin hint (`pause` / `yield`), and a
+//! `sched_yield` every [`YIELD_EVERY`] hints: when other processes crowd
+//! the CPUs, the thread that would wake it may be queued behind it on its
+//! core. When the
 //! budget runs out — or it may not spin, or the budget is 0 — the driver
 //! parks on the platform until its workers' next timer deadline or a wake.
 //!
@@ -270,26 +269,19 @@ pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// Spin hints between two `sched_yield`s of a spinning driver when the
-/// drivers fit on the CPUs: never, in effect. No other driver needs the
-/// spinner's CPU then, and a thread of ours that is not a driver (an io
-/// thread, the thread in `block_on`) preempts the spinner when it wakes.
+/// Spin hints between two `sched_yield`s of a spinning driver.
 ///
-/// Measured on a 2-vCPU KVM guest, token ring on 2 workers, 300,000 hops,
-/// spin budget 100,000, quiet machine: pause only 279–328 ns per hop, a
-/// yield every 16 hints 282–287 ns, neither (a bare load loop) 293–376 ns.
-/// With other processes compiling on the same CPUs, a yield every 256
-/// hints handed the CPU to them 155,000 times in one run (6 µs per hop,
-/// `perf stat`: 155k context switches, all from `sched_yield`); without
-/// yields the bad runs came from spinners preempted past their budget
-/// instead (futex parks), about as often.
-const YIELD_EVERY: u32 = u32::MAX;
-
-/// Spin hints between two `sched_yield`s when there are more drivers than
-/// CPUs (only with an explicit [`Builder::threads`]): the thread a spinner
-/// waits for may be queued behind it on its CPU, and the yield lets it run
-/// instead of waiting for the budget to run out.
-const YIELD_EVERY_CROWDED: u32 = 16;
+/// The drivers never outnumber the CPUs by default, but other processes
+/// may: then the driver a spinner waits for can be queued behind it on its
+/// CPU, and without a yield the wake arrives only when the budget runs out.
+/// Measured on a 2-vCPU KVM guest with other processes compiling on the
+/// same CPUs (load average 3.8), cross-worker handoff, spin budget 100,000
+/// ticks: without yields p50 43 µs (the whole budget), with a yield every
+/// 16 hints p50 about 1 µs. On a quiet machine the yields cost nothing
+/// measurable (token ring on 2 workers, 300,000 hops: pause only 279–328
+/// ns per hop, a yield every 16 hints 282–287 ns, a bare load loop 293–376
+/// ns).
+const YIELD_EVERY: u32 = 16;
 
 /// What the drivers of one engine share with it.
 struct EngineShared {
@@ -305,8 +297,6 @@ struct EngineShared {
     /// drivers fit on them.
     cpus: usize,
     spin_budget: u64,
-    /// Spin hints between two `sched_yield`s.
-    yield_every: u32,
     /// The thread in `block_on` / `wait` sleeps here.
     main: ParkToken,
 }
@@ -347,7 +337,7 @@ impl EngineShared {
                 break false;
             }
             spins += 1;
-            if spins.is_multiple_of(self.yield_every) {
+            if spins.is_multiple_of(YIELD_EVERY) {
                 std::thread::yield_now();
             } else {
                 Native::spin_hint();
@@ -430,7 +420,6 @@ impl Engine {
             drivers,
             cpus,
             spin_budget,
-            yield_every: if drivers > cpus { YIELD_EVERY_CROWDED } else { YIELD_EVERY },
             main: ParkToken::new(),
         });
         // Driver `d` drives the workers whose wakes signal token `d`.
