@@ -18,8 +18,9 @@ const ROUNDS: usize = 50_000;
 
 /// One run: the delays seen by the process on worker 1, sorted, warm-up
 /// rounds dropped.
-fn measure(spin_budget_cycles: u64, max_spinners: Option<usize>) -> Vec<Duration> {
-    let mut builder = Engine::builder().workers(2).spin_budget_cycles(spin_budget_cycles);
+fn measure(workers: usize, spin_budget_cycles: u64, max_spinners: Option<usize>) -> Vec<Duration> {
+    let receiver_worker = workers - 1;
+    let mut builder = Engine::builder().workers(workers).spin_budget_cycles(spin_budget_cycles);
     if let Some(max) = max_spinners {
         builder = builder.max_spinners(max);
     }
@@ -30,7 +31,7 @@ fn measure(spin_budget_cycles: u64, max_spinners: Option<usize>) -> Vec<Duration
         .block_on(move || {
             let (to_receiver, inbox) = smarm::channel::<Instant>();
             let (to_sender, acks) = smarm::channel::<()>();
-            let receiver = smarm::spawn_on(1, move || {
+            let receiver = smarm::spawn_on(receiver_worker, move || {
                 let mut seen = Vec::with_capacity(WARMUP + ROUNDS);
                 while let Ok(sent) = inbox.recv() {
                     seen.push(sent.elapsed());
@@ -40,7 +41,7 @@ fn measure(spin_budget_cycles: u64, max_spinners: Option<usize>) -> Vec<Duration
                 }
                 *out.lock().expect("not poisoned") = seen;
             })
-            .expect("spawn on worker 1");
+            .expect("spawn on the receiver's worker");
             let sender = smarm::spawn_on(0, move || {
                 for _ in 0..WARMUP + ROUNDS {
                     to_receiver.send(Instant::now()).expect("receiver alive");
@@ -66,15 +67,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     let default_budget = Config::default().spin_budget_cycles;
+    let cpus = smarm::available_cpus();
     let configurations = [
-        ("spin budget 0 (park at once)", 0, None),
-        ("default spin budget and max_spinners (2 of 2)", default_budget, None),
-        ("default spin budget, max_spinners 1", default_budget, Some(1)),
+        (2, "spin budget 0 (park at once)", 0, None),
+        (2, "default spin budget and max_spinners", default_budget, None),
+        (2, "default spin budget, max_spinners 1", default_budget, Some(1)),
+        (cpus, "workers = CPUs, defaults", default_budget, None),
+        (2 * cpus, "workers = 2 x CPUs, defaults", default_budget, None),
     ];
-    for (label, budget, max_spinners) in configurations {
-        let delays = measure(budget, max_spinners);
+    for (workers, label, budget, max_spinners) in configurations {
+        let delays = measure(workers, budget, max_spinners);
         println!(
-            "handoff, {label} ({budget} cycles), {} rounds: p50 {:?}  p90 {:?}  p99 {:?}  p99.9 {:?}",
+            "handoff, {workers} workers, {label} ({budget} cycles), {} rounds: p50 {:?}  p90 {:?}  p99 {:?}  p99.9 {:?}",
             delays.len(),
             percentile(&delays, 0.50),
             percentile(&delays, 0.90),

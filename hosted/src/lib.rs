@@ -47,7 +47,7 @@ mod stepper;
 use std::sync::Arc;
 
 pub use alloc::PreemptingAlloc;
-pub use engine::{Builder, Engine};
+pub use engine::{available_cpus, Builder, Engine};
 pub use host::StopSentinel;
 /// Handler actors (re-exported from `smarm-core`).
 pub use smarm_core::actor;

@@ -119,7 +119,12 @@ fn crash_isolation_1000_processes_every_tenth_panics_on_4_workers() {
 fn each_worker_has_its_own_thread_and_processes_stay_on_it() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    engine(4)
+    // One thread per worker, whatever the CPU count.
+    Engine::builder()
+        .workers(4)
+        .threads(4)
+        .build()
+        .expect("engine starts")
         .block_on(move || {
             let handles: Vec<_> = (0..4)
                 .map(|w| {
@@ -143,10 +148,160 @@ fn each_worker_has_its_own_thread_and_processes_stay_on_it() {
     assert_eq!(seen.len(), 12);
     for (placed, worker, thread) in seen.iter() {
         assert_eq!(placed, worker);
-        assert_eq!(thread.as_deref(), Some(format!("smarm-worker-{worker}").as_str()));
+        assert_eq!(thread.as_deref(), Some(format!("smarm-driver-{worker}").as_str()));
     }
     let threads: HashSet<_> = seen.iter().map(|(_, _, t)| t.clone()).collect();
     assert_eq!(threads.len(), 4);
+}
+
+/// Fewer threads than workers: thread `t` drives workers `t`, `t + 2`, …,
+/// and a process still never leaves its worker.
+#[test]
+fn workers_share_threads_and_processes_stay_on_their_worker() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let engine = Engine::builder().workers(6).threads(2).build().expect("engine starts");
+    assert_eq!(engine.threads(), 2);
+    engine
+        .block_on(move || {
+            let handles: Vec<_> = (0..6)
+                .map(|w| {
+                    let s = s.clone();
+                    smarm::spawn_on(w, move || {
+                        for _ in 0..3 {
+                            let name = std::thread::current().name().map(str::to_owned);
+                            s.lock().unwrap().push((w, smarm::current_worker().unwrap(), name));
+                            smarm::sleep(Duration::from_millis(1));
+                        }
+                    })
+                    .unwrap()
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        })
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 18);
+    for (placed, worker, thread) in seen.iter() {
+        assert_eq!(placed, worker);
+        assert_eq!(thread.as_deref(), Some(format!("smarm-driver-{}", worker % 2).as_str()));
+    }
+}
+
+/// The builder's defaults: as many workers as CPUs, one thread each; more
+/// threads than workers are clamped, and more workers than CPUs get at most
+/// one thread per CPU.
+#[test]
+fn default_workers_and_threads_follow_the_cpus() {
+    let cpus = smarm::available_cpus();
+    assert!(cpus >= 1);
+    assert_eq!(Engine::builder().as_config().worker_count, cpus);
+    let engine = Engine::builder().build().expect("engine starts");
+    assert_eq!(engine.runtime().worker_count(), cpus);
+    assert_eq!(engine.threads(), cpus);
+    assert_eq!(engine.block_on(|| 7).unwrap(), 7);
+    let engine = Engine::builder().workers(2).threads(64).build().expect("engine starts");
+    assert_eq!(engine.threads(), 2);
+    engine.wait();
+    let engine = Engine::builder().workers(4 * cpus).build().expect("engine starts");
+    assert_eq!(engine.threads(), cpus);
+    engine.wait();
+    let engine = Engine::builder().workers(3).threads(0).build().expect("engine starts");
+    assert_eq!(engine.threads(), 1);
+    engine.wait();
+}
+
+/// The Savina token ring with more workers than this machine has CPUs
+/// (whatever it has): 503 processes spread round-robin over 4 × CPUs
+/// workers (at least 4), 100,000 hops, so nearly every hop crosses to
+/// another worker. Not timed: it must finish, in order, with every process
+/// accounted for — both with the default threads (at most one per CPU) and
+/// with one thread per worker.
+#[test]
+fn token_ring_100k_hops_on_more_workers_than_cpus() {
+    const RING: usize = 503;
+    const HOPS: u64 = 100_000;
+    let workers = (4 * smarm::available_cpus()).max(4);
+    for threads in [None, Some(workers)] {
+        let mut builder = Engine::builder().workers(workers);
+        if let Some(threads) = threads {
+            builder = builder.threads(threads);
+        }
+        // The one-thread-per-worker run pays a futex wake at most hops on a
+        // small machine: fewer hops keep it short.
+        let hops = if threads.is_some() { HOPS / 10 } else { HOPS };
+        let (last, visits) = builder
+            .build()
+            .expect("engine starts")
+            .block_on(move || {
+                let runtime = smarm::current_runtime().unwrap();
+                let (done, finished) = smarm::channel::<(usize, u64)>();
+                let (first, mut from) = smarm::channel::<u64>();
+                let mut members = Vec::with_capacity(RING);
+                for member in 0..RING {
+                    let (to, next) = if member == RING - 1 {
+                        (first.clone(), None)
+                    } else {
+                        let (to, next) = smarm::channel();
+                        (to, Some(next))
+                    };
+                    let done = done.clone();
+                    let mine = from;
+                    members.push(
+                        runtime
+                            .spawn(move || {
+                                let home = smarm::current_worker();
+                                let mut visits = 0u64;
+                                let mut expected = None;
+                                while let Ok(token) = mine.recv() {
+                                    // Each lap takes exactly RING hops.
+                                    if let Some(expected) = expected {
+                                        assert_eq!(token, expected);
+                                    }
+                                    assert_eq!(smarm::current_worker(), home);
+                                    visits += 1;
+                                    if token == 0 {
+                                        done.send((member, visits)).unwrap();
+                                        return visits;
+                                    }
+                                    expected = token.checked_sub(RING as u64);
+                                    if to.send(token - 1).is_err() {
+                                        break;
+                                    }
+                                }
+                                done.send((usize::MAX, visits)).unwrap();
+                                visits
+                            })
+                            .unwrap(),
+                    );
+                    match next {
+                        Some(next) => from = next,
+                        None => break,
+                    }
+                }
+                first.send(hops).unwrap();
+                drop(first);
+                drop(done);
+                let mut last = None;
+                let mut visits = 0;
+                while let Ok((member, seen)) = finished.recv() {
+                    if member != usize::MAX {
+                        last = Some(member);
+                    }
+                    visits += seen;
+                }
+                for member in members {
+                    member.join().unwrap();
+                }
+                (last, visits)
+            })
+            .unwrap();
+        assert_eq!(last, Some((hops % RING as u64) as usize));
+        // The first member sees the token first, then once per hop.
+        assert_eq!(visits, hops + 1);
+    }
 }
 
 #[test]

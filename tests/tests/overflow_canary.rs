@@ -79,7 +79,8 @@ fn neighbour(report: smarm::Sender<(usize, String)>, commands: smarm::Receiver<C
 /// later (it was seen to hang in the join).
 fn canary_child(yield_deep: usize) -> ! {
     let yield_deep = yield_deep != 0;
-    let engine = Engine::builder().build().expect("engine starts");
+    // One worker: every stack comes from the one worker's spawns, in order.
+    let engine = Engine::builder().workers(1).build().expect("engine starts");
     let _ = engine.block_on(move || {
         let (report, reports) = smarm::channel();
         let mut parked = Vec::new();

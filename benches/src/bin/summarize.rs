@@ -66,14 +66,21 @@ const COMPARISONS: &[Comparison] = &[
         group: "ping_pong_two_workers",
         smarm: "smarm/engine_channel",
         peer: "tokio/multi_thread_mpsc",
-        goal: REPORT,
+        goal: 2.0,
     },
     Comparison {
         group: "ping_pong_two_workers",
         smarm: "smarm/engine_channel",
         peer: "crossbeam/threads",
-        goal: REPORT,
+        goal: 0.5,
     },
+    Comparison { group: "thread_ring", smarm: "smarm/workers_1", peer: "tokio/multi_thread_2", goal: REPORT },
+    Comparison { group: "thread_ring", smarm: "smarm/workers_2", peer: "tokio/multi_thread_2", goal: 2.0 },
+    Comparison { group: "thread_ring", smarm: "smarm/workers_2", peer: "tokio/current_thread", goal: REPORT },
+    // No collapse when workers outnumber the CPUs: against smarm's own
+    // two-worker figure of the same run.
+    Comparison { group: "thread_ring", smarm: "smarm/workers_4", peer: "smarm/workers_2", goal: 2.0 },
+    Comparison { group: "thread_ring", smarm: "smarm/workers_8", peer: "smarm/workers_2", goal: 2.0 },
     // "Faster than both": at most 1.
     Comparison { group: "skynet_1m", smarm: "smarm/processes_channels", peer: "tokio/tasks_mpsc", goal: 1.0 },
     Comparison {

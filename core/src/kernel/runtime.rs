@@ -36,7 +36,7 @@ use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
-use crate::kernel::ring::{LockedRing, Ring, WakeQueue};
+use crate::kernel::ring::{CachePadded, LockedRing, Ring, WakeQueue};
 use crate::kernel::slab::{
     DeathHook, DeathHookId, Entry, GrowError, Segments, Slot, STOP_NONE, STOP_REQUESTED,
 };
@@ -56,7 +56,9 @@ pub(crate) struct WorkerShared {
     pub(crate) admin_pending: AtomicUsize,
     /// Which park token this worker's driver sleeps on.
     pub(crate) token: usize,
-    pub(crate) stats: WorkerStats,
+    /// Written by the worker's driver at every pass: in its own cache block,
+    /// away from `token`, which every waker of this worker reads.
+    pub(crate) stats: CachePadded<WorkerStats>,
     /// Supervisor restarts made by processes of this worker.
     pub(crate) restarts: AtomicU64,
 }
@@ -91,6 +93,31 @@ pub enum Drivers {
     /// One driver for every worker (`SingleThreadRuntime`, bare metal): one
     /// shared token.
     Single,
+    /// `n` drivers (at least 1, at most one per worker), driver `d` driving
+    /// the workers `w` with `w % n == d` (the hosted engine when workers
+    /// outnumber the CPUs): worker `w` signals token `w % n`, so a burst of
+    /// wakes into any of one driver's workers costs it one signal.
+    /// `Grouped(worker_count)` is [`PerWorker`](Drivers::PerWorker),
+    /// `Grouped(1)` is [`Single`](Drivers::Single).
+    Grouped(usize),
+}
+
+impl Drivers {
+    /// How many park tokens (one per driver) `worker_count` workers driven
+    /// this way need: between 1 and `worker_count.max(1)`.
+    pub fn driver_count(self, worker_count: usize) -> usize {
+        let workers = worker_count.max(1);
+        match self {
+            Drivers::PerWorker => workers,
+            Drivers::Single => 1,
+            Drivers::Grouped(n) => n.clamp(1, workers),
+        }
+    }
+
+    /// The driver (and park token) of worker `worker`.
+    pub fn driver_of(self, worker: usize, worker_count: usize) -> usize {
+        worker % self.driver_count(worker_count)
+    }
 }
 
 /// Everything a runtime shares between its handle, its workers and the
@@ -108,7 +135,10 @@ pub(crate) struct Shared {
     limit: usize,
     stacks: RuntimeMutex<Vec<Stack>>,
     pub(crate) workers: Box<[WorkerShared]>,
-    pub(crate) tokens: Box<[ParkToken]>,
+    /// One per driver, each in its own cache block: a driver spins reading
+    /// its token while other drivers swap theirs, and tokens packed into one
+    /// line would move that line between CPUs at every hand-off.
+    pub(crate) tokens: Box<[CachePadded<ParkToken>]>,
     /// Processes spawned and not yet finalized.
     live: AtomicUsize,
     /// Work outstanding outside any worker (io in flight): holds the
@@ -200,10 +230,7 @@ impl RuntimeParts {
         // absurd size is a typed error, never an abort. The slab and the
         // free list start empty and grow with the processes.
         let oom = |_| BuildError::OutOfMemory;
-        let token_count = match drivers {
-            Drivers::PerWorker => config.worker_count,
-            Drivers::Single => 1,
-        };
+        let token_count = drivers.driver_count(config.worker_count);
         let mut workers: Vec<WorkerShared> = Vec::new();
         workers.try_reserve_exact(config.worker_count).map_err(oom)?;
         for id in 0..config.worker_count {
@@ -212,14 +239,15 @@ impl RuntimeParts {
                 spawn: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
                 admin: LockedRing::with_capacity(64),
                 admin_pending: AtomicUsize::new(0),
-                token: if drivers == Drivers::Single { 0 } else { id },
-                stats: WorkerStats::default(),
+                token: drivers.driver_of(id, config.worker_count),
+                stats: CachePadded(WorkerStats::default()),
                 restarts: AtomicU64::new(0),
             });
         }
         let workers = workers.into_boxed_slice();
         let timeslice_ticks = timeslice_ticks(&config, &*platform);
-        let tokens: Box<[ParkToken]> = (0..token_count).map(|_| ParkToken::new()).collect();
+        let tokens: Box<[CachePadded<ParkToken>]> =
+            (0..token_count).map(|_| CachePadded(ParkToken::new())).collect();
         let shared = Arc::new(Shared {
             config,
             platform,
@@ -1057,5 +1085,26 @@ impl Runtime {
     /// index space.
     pub fn max_actors(&self) -> usize {
         self.shared.limit
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Drivers;
+
+    #[test]
+    fn grouped_drivers_split_the_workers_round_robin() {
+        assert_eq!(Drivers::PerWorker.driver_count(4), 4);
+        assert_eq!(Drivers::Single.driver_count(4), 1);
+        assert_eq!(Drivers::Grouped(2).driver_count(4), 2);
+        // Clamped to 1 ..= workers.
+        assert_eq!(Drivers::Grouped(0).driver_count(4), 1);
+        assert_eq!(Drivers::Grouped(9).driver_count(4), 4);
+        let of: [usize; 5] = core::array::from_fn(|w| Drivers::Grouped(2).driver_of(w, 5));
+        assert_eq!(of, [0, 1, 0, 1, 0]);
+        for w in 0..5 {
+            assert_eq!(Drivers::PerWorker.driver_of(w, 5), w);
+            assert_eq!(Drivers::Single.driver_of(w, 5), 0);
+        }
     }
 }
