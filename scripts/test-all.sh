@@ -56,6 +56,9 @@ scripts/check-layers.sh
 step "host tests (x86_64)"
 cargo test --workspace --exclude smarm-benches
 
+step "example: handler actors and their services"
+cargo run -q -p smarm --example actors > /dev/null
+
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
 

@@ -595,6 +595,8 @@ pub fn smp_ping_pong() -> Result<(), String> {
 struct RingActor {
     next: Option<smarm_core::Addr<RingActor>>,
     done: smarm_core::Sender<(u64, Vec<usize>)>,
+    /// Token visits handled here.
+    visits: u64,
 }
 
 /// A token: its number, hops left, and the cores it has visited.
@@ -608,6 +610,8 @@ enum RingMsg {
     /// Who comes next in the ring.
     Next(smarm_core::Addr<RingActor>),
     Token(Token),
+    /// Asks for the visit count.
+    Visits(smarm_core::actor::ReplyTo<(usize, u64)>),
 }
 
 impl smarm_core::Actor for RingActor {
@@ -615,7 +619,11 @@ impl smarm_core::Actor for RingActor {
     fn handle(&mut self, _ctx: &mut smarm_core::Ctx<'_, Self>, msg: RingMsg) {
         match msg {
             RingMsg::Next(next) => self.next = Some(next),
+            RingMsg::Visits(reply) => {
+                let _ = reply.send((core_index(), self.visits));
+            }
             RingMsg::Token(mut token) => {
+                self.visits += 1;
                 token.path.push(core_index());
                 match (&self.next, token.hops) {
                     (Some(next), hops) if hops > 0 => {
@@ -653,7 +661,9 @@ pub fn smp_actors() -> Result<(), String> {
         let runtime = current_runtime().ok_or("no runtime")?;
         let (done_tx, done_rx) = channel::<(u64, Vec<usize>)>();
         let ring: Vec<_> = (0..CORES)
-            .map(|core| runtime.spawn_actor_on(core, RingActor { next: None, done: done_tx.clone() }))
+            .map(|core| {
+                runtime.spawn_actor_on(core, RingActor { next: None, done: done_tx.clone(), visits: 0 })
+            })
             .collect::<Result<_, _>>()
             .map_err(|error| format!("spawning the ring: {error}"))?;
         for (i, member) in ring.iter().enumerate() {
@@ -691,6 +701,18 @@ pub fn smp_actors() -> Result<(), String> {
         }
         seen.sort_unstable();
         ensure!(seen == (0..TOKENS).collect::<Vec<_>>(), "tokens lost or doubled: {seen:?}");
+        // Ask every member, from this process on core 0, for its count: the
+        // replies cross back from each core; the visits add up.
+        let mut visits = 0;
+        for (i, member) in ring.iter().enumerate() {
+            let (core, count) = runtime
+                .ask(member, RingMsg::Visits)
+                .wait()
+                .map_err(|error| format!("asking ring member {i}: {error}"))?;
+            ensure!(core == i, "ring member {i} answered from core {core}");
+            visits += count;
+        }
+        ensure!(visits == TOKENS * (HOPS as u64 + 1), "{visits} visits counted by asking");
         let panics: u64 = (0..CORES).map(|w| runtime.actor_stats(w).panics).sum();
         ensure!(panics == 1, "{panics} actor panics counted, expected 1");
         for member in &ring {
@@ -699,7 +721,8 @@ pub fn smp_actors() -> Result<(), String> {
         }
         crate::println!(
             "smp_actors: {TOKENS} tokens x {HOPS} hops across {CORES} cores, every path checked; \
-             a panicking actor abandoned on its handler stack and its monitor told"
+             {visits} visits confirmed by an Ask to each core's actor; a panicking actor abandoned \
+             on its handler stack and its monitor told"
         );
         Ok(())
     })
