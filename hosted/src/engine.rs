@@ -476,7 +476,8 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        let handle = self.runtime.spawn_on(0, root).map_err(RunError::Spawn)?;
+        let handle =
+            self.runtime.spawn_on(0, crate::stop_all_if_root_panics(root)).map_err(RunError::Spawn)?;
         self.finish();
         RunError::from_root(handle)
     }

@@ -246,7 +246,7 @@ where
     let _entered = context::enter(context.clone());
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
-    let handle = single.runtime().spawn_on(0, root).map_err(RunError::Spawn)?;
+    let handle = single.runtime().spawn_on(0, stop_all_if_root_panics(root)).map_err(RunError::Spawn)?;
     single.run();
     // Finished: refuse spawns from cloned handles, then drive the ones
     // that raced with the close to their end.
@@ -254,6 +254,30 @@ where
     single.run();
     context.shutdown();
     RunError::from_root(handle)
+}
+
+/// Wraps a root process's body: if it panics, every other process and
+/// actor of the runtime is asked to stop, so the host that waits for the
+/// runtime to finish reports the panic instead of waiting on them.
+pub(crate) fn stop_all_if_root_panics<R, F>(root: F) -> impl FnOnce() -> R + Send + 'static
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    struct Guard;
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                if let Some(runtime) = smarm_core::current_runtime() {
+                    runtime.stop_all();
+                }
+            }
+        }
+    }
+    move || {
+        let _guard = Guard;
+        root()
+    }
 }
 
 /// [`try_run_with`] on the default one-worker configuration.
@@ -271,7 +295,8 @@ where
 ///
 /// # Panics
 ///
-/// If the root process panics, `run` panics with its message (as
+/// If the root process panics, every other process and actor is asked to
+/// stop, and `run` panics with the root's message (as
 /// `std::thread::scope` does); if the runtime cannot start, with the
 /// reason. Use [`try_run`] to get these as a `Result`.
 pub fn run<R, F>(root: F) -> R

@@ -421,7 +421,7 @@ fn stats_report_real_worker_ids_and_count_every_kind_of_send() {
     local.send((1, 1)).unwrap();
     local.send((1, 2)).unwrap();
     while s.try_tick() {}
-    assert_eq!(rt.worker_stats(2).actors.mailbox_depth, 0, "a suspended actor is not runnable");
+    assert_eq!(rt.worker_stats(2).actors.mailbox_depth, 2, "the suspended actor's mail waits, counted");
     rt.stop_actor(local.pid(), ExitReason::Normal).unwrap();
     while s.try_tick() {}
     let w2 = rt.worker_stats(2);
@@ -429,6 +429,7 @@ fn stats_report_real_worker_ids_and_count_every_kind_of_send() {
     assert_eq!(w2.actors.dropped, 2, "the suspended actor's two messages");
     assert_eq!(w2.actors.stopped, 1);
     assert_eq!(w2.actors.actors, 1);
+    assert_eq!(w2.actors.mailbox_depth, 0, "dropped with the stopped actor");
     chatter.stop().unwrap();
     remote.stop().unwrap();
     while s.try_tick() {}
@@ -630,3 +631,74 @@ fn processes_listed(drive: Drive) {
     });
 }
 drive_tests!(processes_listed => list_processes_shows_names_links_monitors_traps_and_stacks_1, list_processes_shows_names_links_monitors_traps_and_stacks_4, list_processes_shows_names_links_monitors_traps_and_stacks_engine);
+
+/// The statistics as a threaded program sees them: counted on the worker
+/// that did the work, whatever thread drives it.
+fn stats_threaded(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let seen = Arc::new(Mutex::new(vec![]));
+        let here = workers - 1;
+        let there = 0;
+        let local = rt.spawn_actor_on(here, Sink { seen: seen.clone() }).unwrap();
+        let remote = rt.spawn_actor_on(there, Sink { seen: seen.clone() }).unwrap();
+        let inbox = rt.new_inbox::<u64>();
+        let chatter = rt
+            .spawn_actor_on(
+                here,
+                Chatter { local: local.clone(), remote: remote.clone(), inbox: inbox.addr() },
+            )
+            .unwrap();
+        for _ in 0..5 {
+            chatter.send(()).unwrap();
+        }
+        for _ in 0..5 {
+            assert_eq!(inbox.recv().unwrap(), here as u64, "handled on its own worker");
+        }
+        wait_until("all arrived", || seen.lock().unwrap().len() == 10);
+        wait_until("stats published", || rt.worker_stats(here).actors.inbox_sends == 5);
+        let s = rt.worker_stats(here).actors;
+        if here == there {
+            // The root's five sends to the chatter are local too.
+            assert_eq!((s.local_sends, s.cross_sends), (15, 0));
+        } else {
+            // Counted on the sender's worker: the root's sends on worker 0.
+            assert_eq!((s.local_sends, s.cross_sends), (5, 5));
+            assert_eq!(rt.worker_stats(0).actors.cross_sends, 5);
+            wait_until("transfers published", || rt.worker_stats(there).actors.transfers_in >= 5);
+        }
+        for a in [local.pid(), remote.pid(), chatter.pid()] {
+            rt.stop_actor(a, ExitReason::Normal).unwrap();
+        }
+        wait_until("stopped", || rt.live() == 1);
+        let stopped: u64 = (0..workers).map(|w| rt.worker_stats(w).actors.stopped).sum();
+        assert_eq!(stopped, 3);
+    });
+}
+drive_tests!(stats_threaded => stats_count_on_the_worker_that_did_the_work_1, stats_count_on_the_worker_that_did_the_work_4, stats_count_on_the_worker_that_did_the_work_engine);
+
+#[test]
+fn per_worker_extensions_are_distinct_on_the_engine() {
+    let engine = smarm::Engine::builder().workers(4).build().unwrap();
+    let rt = engine.runtime().clone();
+    let ext = Arc::new(Recording::default());
+    rt.set_extension(ext.clone()).unwrap();
+    wait_until("every worker made its extension", || ext.made.load(Ordering::SeqCst) == 4);
+    wait_until("every worker ticked", || {
+        let ticks = ext.ticks.lock().unwrap();
+        (0..4).all(|w| ticks.iter().any(|t| t.0 == w))
+    });
+    let ticks = ext.ticks.lock().unwrap().clone();
+    for w in 0..4 {
+        let serials: std::collections::BTreeSet<_> = ticks.iter().filter(|t| t.0 == w).map(|t| t.1).collect();
+        assert_eq!(serials.len(), 1, "worker {w} always ticks the same extension");
+    }
+    let all: std::collections::BTreeSet<_> = ticks.iter().map(|t| t.1).collect();
+    assert_eq!(all.len(), 4);
+    let a = rt.spawn_actor_on(2, Sink { seen: Arc::default() }).unwrap();
+    a.stop().unwrap();
+    wait_until("death seen", || ext.died.lock().unwrap().len() == 1);
+    assert_eq!(ext.spawned.lock().unwrap()[0].worker, 2);
+    engine.wait();
+}

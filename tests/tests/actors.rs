@@ -1041,3 +1041,22 @@ fn readme_counter_example() {
     });
     assert_eq!(total, 55);
 }
+
+/// A root that panics while actors and processes live does not leave the
+/// host waiting on them: they are stopped and the panic is reported.
+#[test]
+fn a_panicking_root_stops_the_rest() {
+    let result = smarm::try_run_with(Config { worker_count: 2, ..Config::default() }, || {
+        let rt = smarm::current_runtime().unwrap();
+        let (_a, _) = recorder(&rt, 1);
+        let _p = smarm::spawn_on(1, || loop {
+            smarm::sleep(ms(5));
+        })
+        .unwrap();
+        panic!("root gives up");
+    });
+    match result {
+        Err(smarm::RunError::Panicked(m)) => assert!(m.contains("root gives up")),
+        other => panic!("expected the root's panic, got {other:?}"),
+    }
+}

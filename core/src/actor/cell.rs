@@ -32,8 +32,6 @@ pub(crate) enum Signal {
 
 /// What one run of an actor did.
 pub(crate) struct Ran {
-    /// Mailbox entries taken.
-    pub(crate) handled: usize,
     /// The actor ends with this reason (its `on_stop` has run).
     pub(crate) end: Option<ExitReason>,
 }
@@ -152,7 +150,7 @@ impl<A: Actor> ErasedCell for Cell<A> {
             self.stopped = true;
             self.actor.on_stop(&mut ctx, reason);
         }
-        Ran { handled, end }
+        Ran { end }
     }
 
     fn stop(&mut self, env: &Env<'_>, reason: &ExitReason) {

@@ -69,6 +69,8 @@ pub(crate) struct Counters {
     pub(crate) transfers_in: StdCell<u64>,
     pub(crate) restarts: StdCell<u64>,
     pub(crate) pass_nanos: StdCell<u64>,
+    /// Entries in the mailboxes of this worker's actors.
+    pub(crate) depth: StdCell<u64>,
     pub(crate) mismatches: StdCell<u64>,
     pub(crate) panics: StdCell<u64>,
     pub(crate) dropped: StdCell<u64>,
@@ -77,6 +79,10 @@ pub(crate) struct Counters {
 
 fn bump(counter: &StdCell<u64>, by: u64) {
     counter.set(counter.get() + by);
+}
+
+fn shrink(counter: &StdCell<u64>, by: u64) {
+    counter.set(counter.get().saturating_sub(by));
 }
 
 /// The runtime's actor machinery: the kernel's worker plugin.
@@ -266,6 +272,7 @@ impl<M: Send + 'static> Payload for Msg<M> {
                 match cell.mailbox().downcast_mut::<VecDeque<Item<M>>>() {
                     Some(mailbox) => {
                         mailbox.push_back(Item::Msg(self.0));
+                        bump(&local.counters.depth, 1);
                         local.mark_runnable(dest, cell);
                     }
                     None => bump(&local.counters.mismatches, 1),
@@ -290,6 +297,7 @@ impl Payload for Sig {
         match unsafe { lookup(shared, local, dest) } {
             Lookup::Installed(cell) => {
                 cell.push_signal(self.0);
+                bump(&local.counters.depth, 1);
                 local.mark_runnable(dest, cell);
                 Ok(())
             }
@@ -580,21 +588,23 @@ impl ActorSystem {
             return;
         }
         let mut ran = None;
+        let before = cell.len();
         let panic = (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)));
         let local = env.local;
+        // Entries taken, the one a panic interrupted included.
+        let taken = before.saturating_sub(cell.len()) as u64;
+        bump(&local.counters.handled, taken);
+        shrink(&local.counters.depth, taken);
         match (panic, ran) {
             (Some(message), _) => {
                 bump(&local.counters.panics, 1);
                 self.end(env, pid, ExitReason::Panicked(message), false);
             }
-            (None, Some(ran)) => {
-                bump(&local.counters.handled, ran.handled as u64);
-                match ran.end {
-                    Some(reason) => self.end(env, pid, reason, true),
-                    None if cell.len() > 0 => local.mark_runnable(pid, cell),
-                    None => {}
-                }
-            }
+            (None, Some(ran)) => match ran.end {
+                Some(reason) => self.end(env, pid, reason, true),
+                None if cell.len() > 0 => local.mark_runnable(pid, cell),
+                None => {}
+            },
             (None, None) => {}
         }
     }
@@ -610,6 +620,7 @@ impl ActorSystem {
         if let Some(mut cell) = unsafe { take_cell(env.shared, local, pid) } {
             let dropped = cell.clear();
             bump(&local.counters.dropped, dropped as u64);
+            shrink(&local.counters.depth, dropped as u64);
             // The actor's own destructor may panic: it dies alone.
             let mut cell = Some(cell);
             let _ = (env.shared.hooks.catch_panic)(&mut || drop(cell.take()));
@@ -651,16 +662,10 @@ impl ActorSystem {
         did || pending
     }
 
-    fn publish(&self, local: &Local, shared: &Shared) {
+    fn publish(&self, local: &Local) {
         let s = &self.ingress[local.worker].stats;
         let c = &local.counters;
-        let mut depth = 0u64;
-        for pid in local.runnable.borrow().iter() {
-            // SAFETY: the pass, outside every handler.
-            if let Lookup::Installed(cell) = unsafe { lookup(shared, local, *pid) } {
-                depth += cell.len() as u64;
-            }
-        }
+        let depth = c.depth.get();
         s.actors.store(c.actors.get(), Ordering::Relaxed);
         s.mailbox_depth.store(depth, Ordering::Relaxed);
         s.handled.store(c.handled.get(), Ordering::Relaxed);
@@ -748,7 +753,7 @@ impl WorkerPlugin for ActorSystem {
         // 6. Statistics.
         let spent = shared.platform.now().saturating_sub(began);
         bump(&local.counters.pass_nanos, spent);
-        self.publish(local, shared);
+        self.publish(local);
         did || !local.runnable.borrow().is_empty()
             || !local.held.borrow().is_empty()
             || !local.local_spawns.borrow().is_empty()
@@ -774,6 +779,7 @@ impl WorkerPlugin for ActorSystem {
         if let Some(mut cell) = unsafe { take_cell(shared, local, pid) } {
             let dropped = cell.clear();
             bump(&local.counters.dropped, dropped as u64);
+            shrink(&local.counters.depth, dropped as u64);
             local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
             bump(&local.counters.stopped, 1);
             let mut cell = Some(cell);
