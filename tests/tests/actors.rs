@@ -313,6 +313,8 @@ fn transfer_backlog_is_consumed_across_multiple_passes() {
             counts.push(log.seen.lock().unwrap().len());
         }
         assert_eq!(counts, vec![4, 8, 10], "four envelopes per drain");
+        // Statistics go out at the next idle pass.
+        s.try_tick();
         assert_eq!(
             rt.actor_stats(workers - 1).transfers_in,
             10,

@@ -557,10 +557,6 @@ impl<M> fmt::Display for ActorSendError<M> {
 impl<M> core::error::Error for ActorSendError<M> {}
 
 fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), ActorSendError<M>> {
-    // A dead target costs no allocation.
-    if shared.stackless_worker(pid).is_none() {
-        return Err(ActorSendError::NoActor(msg));
-    }
     deposit(shared, Envelope::new(pid, Msg(msg))).map_err(|system::NoActor(envelope)| {
         ActorSendError::NoActor(envelope.take::<Msg<M>>().map(|Msg(m)| m).unwrap_or_else(|| unreachable!()))
     })
@@ -589,7 +585,8 @@ impl Runtime {
         spawn_in(self, worker, actor, process::self_pid())
     }
 
-    /// Per-worker actor statistics of worker `worker`, as of its last pass.
+    /// Per-worker actor statistics of worker `worker` (see [`ActorStats`]
+    /// for when they are published).
     pub fn actor_stats(&self, worker: usize) -> ActorStats {
         let Some(system) = ActorSystem::get(&self.shared) else {
             return ActorStats { restarts: self.restarts(worker), ..ActorStats::default() };
@@ -605,7 +602,7 @@ impl Runtime {
             cross_sends: load(&s.cross_sends),
             inbox_sends: load(&s.inbox_sends),
             restarts: self.restarts(worker),
-            pass_time: core::time::Duration::from_nanos(load(&s.pass_nanos)),
+            pass_time: core::time::Duration::from_nanos(self.shared.ticks_to_nanos(load(&s.pass_ticks))),
             transfers_in: load(&s.transfers_in),
             mismatches: load(&s.mismatches) + load(&s.refused),
             panics: load(&s.panics),
@@ -615,7 +612,8 @@ impl Runtime {
     }
 }
 
-/// One worker's actor counters as of its last pass.
+/// One worker's actor counters, published every 16th pass with actor work
+/// and at the first pass without: exact once the worker is idle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ActorStats {
     /// Actors installed and not ended.
@@ -646,7 +644,8 @@ pub struct ActorStats {
     pub stopped: u64,
     /// Supervisor restarts made on this worker.
     pub restarts: u64,
-    /// Time spent in the actor part of this worker's passes.
+    /// Time spent in the actor part of this worker's passes (estimated
+    /// from every 16th pass with actor work).
     pub pass_time: core::time::Duration,
 }
 

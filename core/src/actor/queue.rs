@@ -145,7 +145,6 @@ impl Mpsc {
     }
 
     /// Whether nothing is queued (or a push is cut half-way). Consumer only.
-    #[cfg(test)]
     ///
     /// # Safety
     ///

@@ -501,8 +501,26 @@ impl Shared {
     /// The worker of the live stackless body `pid`.
     pub(crate) fn stackless_worker(&self, pid: Pid) -> Option<usize> {
         let slot = self.slot(pid.index())?;
-        let worker = slot.worker.load(Ordering::Relaxed);
-        self.is_stackless(pid).then_some(worker)
+        // One snapshot: its Acquire pairs with the claim's Release, which
+        // published the flag and the worker, both constant while live.
+        let snap = slot.state.snapshot();
+        if snap.generation() != pid.generation()
+            || matches!(snap.state(), State::Vacant | State::Done)
+            || !slot.stackless.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        Some(slot.worker.load(Ordering::Relaxed))
+    }
+
+    /// Nanoseconds in `ticks` of the timestamp counter (`Arch::timestamp`),
+    /// from the calibration made for the timeslice.
+    pub(crate) fn ticks_to_nanos(&self, ticks: u64) -> u64 {
+        let nanos = u64::try_from(self.config.timeslice.as_nanos()).unwrap_or(u64::MAX);
+        if self.timeslice_ticks == 0 {
+            return 0;
+        }
+        ((ticks as u128 * nanos as u128) / self.timeslice_ticks as u128).min(u64::MAX as u128) as u64
     }
 
     /// What worker `worker`'s driver knows of the live process in slot
