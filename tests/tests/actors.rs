@@ -1062,3 +1062,68 @@ fn a_panicking_root_stops_the_rest() {
         other => panic!("expected the root's panic, got {other:?}"),
     }
 }
+
+/// Sets its flag when it handles anything.
+struct Flag {
+    handled: Arc<AtomicBool>,
+}
+
+impl Actor for Flag {
+    type Msg = ();
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, _: ()) {
+        self.handled.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Sends to a same-worker `Flag` and checks, right after the send, that
+/// the target did not run inside it.
+struct Prober {
+    target: Addr<Flag>,
+    flag: Arc<AtomicBool>,
+    recursed: Arc<AtomicBool>,
+    probed: Arc<AtomicU64>,
+}
+
+impl Actor for Prober {
+    type Msg = ();
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, _: ()) {
+        self.flag.store(false, Ordering::SeqCst);
+        self.target.send(()).unwrap();
+        if self.flag.load(Ordering::SeqCst) {
+            self.recursed.store(true, Ordering::SeqCst);
+        }
+        self.probed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn no_recursion(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let w = workers - 1;
+        let flag = Arc::new(AtomicBool::new(false));
+        let target = rt.spawn_actor_on(w, Flag { handled: flag.clone() }).unwrap();
+        let recursed = Arc::new(AtomicBool::new(false));
+        let probed = Arc::new(AtomicU64::new(0));
+        let prober = rt
+            .spawn_actor_on(
+                w,
+                Prober {
+                    target: target.clone(),
+                    flag: flag.clone(),
+                    recursed: recursed.clone(),
+                    probed: probed.clone(),
+                },
+            )
+            .unwrap();
+        for _ in 0..100 {
+            prober.send(()).unwrap();
+        }
+        wait_until("probed", || probed.load(Ordering::SeqCst) == 100);
+        assert!(!recursed.load(Ordering::SeqCst), "a same-worker send ran its target inside the sender");
+        wait_until("delivered later", || flag.load(Ordering::SeqCst));
+        prober.stop().unwrap();
+        target.stop().unwrap();
+    });
+}
+drive_tests!(no_recursion => same_worker_send_never_runs_the_target_inside_the_sender_1, same_worker_send_never_runs_the_target_inside_the_sender_4, same_worker_send_never_runs_the_target_inside_the_sender_engine);
