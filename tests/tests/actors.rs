@@ -1127,3 +1127,25 @@ fn no_recursion(drive: Drive) {
     });
 }
 drive_tests!(no_recursion => same_worker_send_never_runs_the_target_inside_the_sender_1, same_worker_send_never_runs_the_target_inside_the_sender_4, same_worker_send_never_runs_the_target_inside_the_sender_engine);
+
+/// `Engine::shutdown` stops actors as it stops processes: each runs its
+/// `on_stop` with `Stopped`, and the engine returns.
+#[test]
+fn engine_shutdown_stops_actors() {
+    let engine = smarm::Engine::builder().workers(4).build().unwrap();
+    let rt = engine.runtime().clone();
+    let logs: Vec<_> = (0..8).map(|w| recorder(&rt, w % 4)).collect();
+    for (a, log) in &logs {
+        a.send((0, 0)).unwrap();
+        let start = std::time::Instant::now();
+        while log.seen.lock().unwrap().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(ms(1));
+        }
+    }
+    engine.shutdown();
+    for (_, log) in &logs {
+        assert_eq!(*log.stopped.lock().unwrap(), vec![ExitReason::Stopped]);
+    }
+    assert_eq!(rt.live(), 0);
+}
