@@ -109,32 +109,6 @@ fn smarm_two_workers(iterations: u64) -> Duration {
     engine.block_on(move || smarm_actor_trips(iterations * cross_worker_trips(), 0, 1)).expect("engine runs")
 }
 
-fn tokio_ping_pong(runtime: &tokio::runtime::Runtime, trips: u64) -> Duration {
-    runtime.block_on(async move {
-        let (to_ponger, mut from_pinger) = tokio::sync::mpsc::unbounded_channel::<u64>();
-        let (to_pinger, mut from_ponger) = tokio::sync::mpsc::unbounded_channel::<u64>();
-        let ponger = tokio::spawn(async move {
-            while let Some(value) = from_pinger.recv().await {
-                if to_pinger.send(black_box(value)).is_err() {
-                    break;
-                }
-            }
-        });
-        let pinger = tokio::spawn(async move {
-            let start = Instant::now();
-            for trip in 0..trips {
-                to_ponger.send(trip).expect("ponger alive");
-                let back = from_ponger.recv().await.expect("ponger answers");
-                debug_assert_eq!(back, trip);
-            }
-            start.elapsed()
-        });
-        let elapsed = pinger.await.expect("pinger exits normally");
-        ponger.await.expect("ponger exits normally");
-        elapsed
-    })
-}
-
 /// ractor's pong: echoes to the ping actor.
 struct RPong;
 
@@ -216,7 +190,7 @@ fn ping_pong(criterion: &mut Criterion) {
     group.bench_function("smarm/actors", |b| b.iter_custom(smarm_same_worker));
     let current = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio starts");
     group.bench_function("tokio/mpsc", |b| {
-        b.iter_custom(|i| tokio_ping_pong(&current, i * same_worker_trips()))
+        b.iter_custom(|i| common::tokio_ping_pong(&current, i * same_worker_trips()))
     });
     group.bench_function("ractor/current_thread", |b| {
         b.iter_custom(|i| ractor_ping_pong(&current, i * same_worker_trips()))
@@ -232,7 +206,7 @@ fn ping_pong(criterion: &mut Criterion) {
         .build()
         .expect("tokio starts");
     group.bench_function("tokio/multi_thread_mpsc", |b| {
-        b.iter_custom(|i| tokio_ping_pong(&multi, i * cross_worker_trips()))
+        b.iter_custom(|i| common::tokio_ping_pong(&multi, i * cross_worker_trips()))
     });
     group.bench_function("ractor/multi_thread", |b| {
         b.iter_custom(|i| ractor_ping_pong(&multi, i * cross_worker_trips()))
@@ -340,49 +314,14 @@ fn smarm_skynet(iterations: u64) -> Duration {
     })
 }
 
-fn tokio_node(
-    first: u64,
-    leaves: u64,
-    parent: tokio::sync::mpsc::UnboundedSender<u64>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(async move {
-        if leaves == 1 {
-            let _ = parent.send(first);
-            return;
-        }
-        let (to_me, mut inbox) = tokio::sync::mpsc::unbounded_channel();
-        let share = leaves / FAN_OUT;
-        for child in 0..FAN_OUT {
-            tokio::spawn(tokio_node(first + child * share, share, to_me.clone()));
-        }
-        drop(to_me);
-        let mut sum = 0;
-        for _ in 0..FAN_OUT {
-            sum += inbox.recv().await.expect("every child reports");
-        }
-        let _ = parent.send(sum);
-    })
-}
-
-fn tokio_skynet(runtime: &tokio::runtime::Runtime, iterations: u64) -> Duration {
-    let leaves = skynet_leaves();
-    runtime.block_on(async move {
-        let start = Instant::now();
-        for _ in 0..iterations {
-            let (to_root, mut result) = tokio::sync::mpsc::unbounded_channel();
-            tokio::spawn(tokio_node(0, black_box(leaves), to_root));
-            assert_eq!(result.recv().await.expect("the tree reports"), total(leaves));
-        }
-        start.elapsed()
-    })
-}
-
 fn skynet(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("skynet_1m_actors");
     common::long_iterations(&mut group, 10, Duration::from_secs(10));
     group.bench_function("smarm/actors", |b| b.iter_custom(smarm_skynet));
     let current = tokio::runtime::Builder::new_current_thread().build().expect("tokio starts");
-    group.bench_function("tokio/tasks", |b| b.iter_custom(|i| tokio_skynet(&current, i)));
+    group.bench_function("tokio/tasks", |b| {
+        b.iter_custom(|i| common::tokio_skynet(&current, i, skynet_leaves()))
+    });
     group.finish();
 }
 

@@ -91,32 +91,6 @@ fn smarm_two_workers(iterations: u64) -> Duration {
         .expect("engine runs")
 }
 
-fn tokio_ping_pong(runtime: &tokio::runtime::Runtime, trips: u64) -> Duration {
-    runtime.block_on(async move {
-        let (to_ponger, mut from_pinger) = tokio::sync::mpsc::unbounded_channel::<u64>();
-        let (to_pinger, mut from_ponger) = tokio::sync::mpsc::unbounded_channel::<u64>();
-        let ponger = tokio::spawn(async move {
-            while let Some(value) = from_pinger.recv().await {
-                if to_pinger.send(black_box(value)).is_err() {
-                    break;
-                }
-            }
-        });
-        let pinger = tokio::spawn(async move {
-            let start = Instant::now();
-            for trip in 0..trips {
-                to_ponger.send(trip).expect("ponger alive");
-                let back = from_ponger.recv().await.expect("ponger answers");
-                debug_assert_eq!(back, trip);
-            }
-            start.elapsed()
-        });
-        let elapsed = pinger.await.expect("pinger exits normally");
-        ponger.await.expect("ponger exits normally");
-        elapsed
-    })
-}
-
 fn may_same_worker(iterations: u64) -> Duration {
     let (to_ponger, from_pinger) = may::sync::mpsc::channel::<u64>();
     let (to_pinger, from_ponger) = may::sync::mpsc::channel::<u64>();
@@ -170,7 +144,7 @@ fn same_worker(criterion: &mut Criterion) {
 
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime starts");
     group.bench_function("tokio/mpsc", |bencher| {
-        bencher.iter_custom(|iterations| tokio_ping_pong(&runtime, iterations * SAME_WORKER_TRIPS))
+        bencher.iter_custom(|iterations| common::tokio_ping_pong(&runtime, iterations * SAME_WORKER_TRIPS))
     });
 
     // may's configuration is global and read when its scheduler first
@@ -188,7 +162,7 @@ fn two_workers(criterion: &mut Criterion) {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("tokio runtime starts");
     group.bench_function("tokio/multi_thread_mpsc", |bencher| {
-        bencher.iter_custom(|iterations| tokio_ping_pong(&runtime, iterations * CROSS_WORKER_TRIPS))
+        bencher.iter_custom(|iterations| common::tokio_ping_pong(&runtime, iterations * CROSS_WORKER_TRIPS))
     });
 
     group.bench_function("crossbeam/threads", |bencher| bencher.iter_custom(crossbeam_threads));

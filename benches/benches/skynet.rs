@@ -95,42 +95,8 @@ fn smarm_skynet(iterations: u64) -> Duration {
     })
 }
 
-/// The tokio node: a boxed future, since an async fn cannot spawn itself.
-fn tokio_node(
-    first: u64,
-    leaves: u64,
-    parent: tokio::sync::mpsc::UnboundedSender<u64>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(async move {
-        if leaves == 1 {
-            let _ = parent.send(first);
-            return;
-        }
-        let (to_me, mut inbox) = tokio::sync::mpsc::unbounded_channel();
-        let share = leaves / FAN_OUT;
-        for child in 0..FAN_OUT {
-            tokio::spawn(tokio_node(first + child * share, share, to_me.clone()));
-        }
-        drop(to_me);
-        let mut sum = 0;
-        for _ in 0..FAN_OUT {
-            sum += inbox.recv().await.expect("every child reports");
-        }
-        let _ = parent.send(sum);
-    })
-}
-
 fn tokio_skynet(runtime: &tokio::runtime::Runtime, iterations: u64) -> Duration {
-    let leaves = leaves();
-    runtime.block_on(async move {
-        let start = Instant::now();
-        for _ in 0..iterations {
-            let (to_root, mut result) = tokio::sync::mpsc::unbounded_channel();
-            tokio::spawn(tokio_node(0, black_box(leaves), to_root));
-            assert_eq!(result.recv().await.expect("the tree reports"), total(leaves));
-        }
-        start.elapsed()
-    })
+    common::tokio_skynet(runtime, iterations, leaves())
 }
 
 fn may_node(first: u64, leaves: u64, parent: may::sync::mpsc::Sender<u64>) {
