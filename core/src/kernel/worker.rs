@@ -10,6 +10,7 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 use alloc::sync::Arc;
 use core::any::Any;
 use core::cell::{Cell, OnceCell, RefCell, UnsafeCell};
@@ -105,6 +106,14 @@ pub(crate) struct WorkerCore {
     pub(crate) id: usize,
     pub(crate) shared: Arc<Shared>,
     pub(crate) ready: RefCell<VecDeque<u32>>,
+    /// Processes spawned here by processes of this worker, not yet run: a
+    /// stack of batches whose top (the vector's end) runs next. A batch is
+    /// one process's spawns between two of its switches, kept in spawn
+    /// order (stored reversed); the newest batch is on top. See [`pass`].
+    fresh: RefCell<Vec<u32>>,
+    /// The running process's spawns so far, in order; moved onto `fresh`
+    /// when it switches out.
+    spawned_now: RefCell<Vec<u32>>,
     pub(crate) timers: RefCell<Timers>,
     /// The driver's context while a process runs.
     pub(crate) context: UnsafeCell<Context>,
@@ -170,10 +179,20 @@ impl WorkerCore {
         Some(self.plugin.get_or_init(|| (plugin, state)))
     }
 
-    /// Adds a process spawned by the worker's own driver to its ready queue.
+    /// Adds a process spawned on this worker from this worker's thread. A
+    /// spawn by the running process joins its batch of fresh spawns, which
+    /// runs as soon as it switches out; any other (the plugin's, a host's)
+    /// goes to the back of the ready queue.
     #[inline]
     pub(crate) fn push_spawned(&self, index: u32) {
-        self.push_ready(index);
+        if self.running.get().is_some() {
+            // Preemption is off for the push, as in `push_ready`.
+            self.preempt.disable();
+            self.spawned_now.borrow_mut().push(index);
+            self.preempt.enable();
+        } else {
+            self.push_ready(index);
+        }
         self.stats.borrow_mut().spawned += 1;
         self.live_here.set(self.live_here.get() + 1);
     }
@@ -209,6 +228,8 @@ impl Worker {
             id,
             shared,
             ready: RefCell::new(VecDeque::new()),
+            fresh: RefCell::new(Vec::new()),
+            spawned_now: RefCell::new(Vec::new()),
             timers: RefCell::new(Timers::default()),
             context: UnsafeCell::new(Context::empty()),
             driver_stack: Cell::new(asan::StackRange::default()),
@@ -316,17 +337,29 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     }
 
     // 3. Run ready processes. Those queued during this step (yields,
-    // same-worker wakes, local spawns) wait for the next pass, so one pass
-    // is finite.
+    // same-worker wakes, spawns from elsewhere) wait for the next pass, so
+    // one pass is finite. Fresh spawns are the exception: when a process
+    // switches out, what it spawned runs next, before the ready queue, in
+    // spawn order (depth first over batches, like a LIFO slot that keeps
+    // each batch's order). A tree of processes then holds only the path
+    // being worked on and its pending siblings instead of every node at
+    // once. At most `process_budget` (64 when unlimited) fresh processes
+    // run per pass, so the ready queue still advances every pass.
     let queued = core.ready.borrow().len();
     let limit = match shared.config.process_budget {
         0 => queued,
         n => n.min(queued),
     };
+    let mut fresh_budget = match shared.config.process_budget {
+        0 => FRESH_PER_PASS,
+        n => n,
+    };
+    did |= run_fresh(core, shared, &mut fresh_budget);
     for _ in 0..limit {
         let next = core.ready.borrow_mut().pop_front();
         let Some(index) = next else { break };
         run(core, shared, index);
+        run_fresh(core, shared, &mut fresh_budget);
         did = true;
     }
 
@@ -336,7 +369,7 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     }
 
     // 5. Statistics.
-    let ready = core.ready.borrow().len() as u64;
+    let ready = (core.ready.borrow().len() + core.fresh.borrow().len()) as u64;
     let mut stats = core.stats.borrow_mut();
     stats.passes += 1;
     stats.ready = ready;
@@ -350,6 +383,23 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     s.parked.store(stats.parked, Ordering::Relaxed);
     s.timers_fired.store(stats.timers_fired, Ordering::Relaxed);
     s.timeouts_fired.store(stats.timeouts_fired, Ordering::Relaxed);
+    did
+}
+
+/// Fresh spawns run per pass when `process_budget` is 0 (unlimited).
+const FRESH_PER_PASS: usize = 64;
+
+/// Runs fresh spawns, newest batch first, while `budget` lasts. Returns
+/// whether it ran any.
+fn run_fresh(core: &WorkerCore, shared: &Shared, budget: &mut usize) -> bool {
+    let mut did = false;
+    while *budget > 0 {
+        let next = core.fresh.borrow_mut().pop();
+        let Some(index) = next else { break };
+        *budget -= 1;
+        run(core, shared, index);
+        did = true;
+    }
     did
 }
 
@@ -393,6 +443,13 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
         check_stack(shared, &*body, Pid::from_parts(index, generation));
     }
     core.running.set(None);
+    // Its spawns become the newest batch: reversed, so the first spawned
+    // is on top.
+    let mut spawned = core.spawned_now.borrow_mut();
+    if !spawned.is_empty() {
+        core.fresh.borrow_mut().extend(spawned.drain(..).rev());
+    }
+    drop(spawned);
     match core.reason.get() {
         SwitchReason::Yield => core.ready.borrow_mut().push_back(index),
         SwitchReason::Park => {}
