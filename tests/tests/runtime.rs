@@ -393,3 +393,127 @@ fn spawning_into_a_finished_runtime_is_refused() {
     assert!(matches!(rt.spawn_on(0, || ()), Err(SpawnError::Closed)));
     assert_eq!(rt.free_slots(), rt.max_actors());
 }
+
+/// What a process spawns runs as soon as it switches out — before older
+/// ready processes, in spawn order, and depth first: a fresh process's own
+/// spawns run before its siblings.
+#[test]
+fn fresh_spawns_run_next_in_spawn_order_depth_first() {
+    let t = trace();
+    let t2 = t.clone();
+    smarm::run_with(config(1), move || {
+        let tx = t2.clone();
+        // `x` is an older ready process: it yields between records.
+        let x = smarm::spawn(move || {
+            for i in 0..3 {
+                record(&tx, format!("x{i}"));
+                smarm::yield_now();
+            }
+        })
+        .unwrap();
+        smarm::yield_now(); // x runs: x0, then x is behind us in the ready queue.
+        let ta = t2.clone();
+        let a = smarm::spawn(move || {
+            record(&ta, "a");
+            let children: Vec<_> = ["a1", "a2"]
+                .into_iter()
+                .map(|name| {
+                    let t = ta.clone();
+                    smarm::spawn(move || record(&t, name)).unwrap()
+                })
+                .collect();
+            drop(children);
+        })
+        .unwrap();
+        let tb = t2.clone();
+        let b = smarm::spawn(move || record(&tb, "b")).unwrap();
+        smarm::yield_now(); // a's batch runs before x resumes.
+        for h in [a, b, x] {
+            h.join().unwrap();
+        }
+    });
+    assert_eq!(take(&t), ["x0", "a", "a1", "a2", "b", "x1", "x2"]);
+}
+
+/// Fresh spawns are bounded per pass: a process that keeps spawning does
+/// not starve the ready queue.
+#[test]
+fn a_chain_of_fresh_spawns_does_not_starve_the_ready_queue() {
+    const CHAIN: usize = 1_000;
+    let t = trace();
+    let t2 = t.clone();
+    fn link(t: Trace, left: usize) {
+        record(&t, "c");
+        if left > 0 {
+            let t2 = t.clone();
+            drop(smarm::spawn(move || link(t2, left - 1)).unwrap());
+        }
+    }
+    smarm::run_with(config(1), move || {
+        let tx = t2.clone();
+        let x = smarm::spawn(move || {
+            for _ in 0..CHAIN {
+                record(&tx, "x");
+                smarm::yield_now();
+            }
+        })
+        .unwrap();
+        smarm::yield_now(); // x is now an older ready process.
+        let tc = t2.clone();
+        let chain = smarm::spawn(move || link(tc, CHAIN)).unwrap();
+        chain.join().unwrap();
+        x.join().unwrap();
+    });
+    let events = take(&t);
+    // The longest run of chain links between two records of `x` is bounded
+    // by the per-pass budget of fresh spawns (64 by default).
+    let mut longest = 0;
+    let mut run = 0;
+    for e in &events {
+        if e == "c" {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    assert_eq!(events.iter().filter(|e| *e == "c").count(), CHAIN + 1);
+    assert!(longest <= 64, "x waited behind {longest} fresh spawns");
+    assert!(longest >= 32, "fresh spawns should run back to back ({longest})");
+}
+
+/// Depth-first order keeps a tree's live set small: a 4-level tree of
+/// 11,111 processes never has more than a few dozen alive at once.
+#[test]
+fn a_tree_holds_only_its_frontier_alive() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static ALIVE: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+    fn node(level: u32, parent: smarm::Sender<u64>) {
+        if level == 4 {
+            let _ = parent.send(1);
+        } else {
+            let (tx, rx) = smarm::channel();
+            for _ in 0..10 {
+                let tx = tx.clone();
+                let now = ALIVE.fetch_add(1, Ordering::Relaxed) + 1;
+                PEAK.fetch_max(now, Ordering::Relaxed);
+                drop(smarm::spawn(move || node(level + 1, tx)).unwrap());
+            }
+            drop(tx);
+            let sum: u64 = (0..10).map(|_| rx.recv().unwrap()).sum();
+            let _ = parent.send(sum);
+        }
+        ALIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+    let leaves = smarm::run_with(config(1), || {
+        let (tx, rx) = smarm::channel();
+        ALIVE.fetch_add(1, Ordering::Relaxed);
+        drop(smarm::spawn(move || node(0, tx)).unwrap());
+        rx.recv().unwrap()
+    });
+    assert_eq!(leaves, 10_000);
+    assert_eq!(ALIVE.load(Ordering::Relaxed), 0);
+    let peak = PEAK.load(Ordering::Relaxed);
+    assert!(peak <= 200, "{peak} processes alive at once (breadth first holds 11,111)");
+}

@@ -13,8 +13,15 @@ pub struct Config {
     /// Maximum items consumed by one drain of one ingress ring per pass
     /// (wake, spawn, admin); `0` means unlimited. Default 256.
     pub worker_ingress_budget: usize,
-    /// Maximum processes resumed in one pass of one worker; `0` means
-    /// unlimited. Default 64. A process runs until it parks, yields or exits.
+    /// Maximum processes resumed from the ready queue in one pass of one
+    /// worker; `0` means unlimited. Default 64. A process runs until it
+    /// parks, yields or exits.
+    ///
+    /// The same number bounds the *fresh spawns* a pass runs (64 when this
+    /// is `0`): what a process spawns on its own worker runs as soon as it
+    /// switches out, before older ready processes, in spawn order, the
+    /// newest batch first (so a tree is walked depth first and holds only
+    /// its frontier alive). The order is deterministic on one thread.
     pub process_budget: usize,
     /// Maximum mailbox entries one handler actor handles in one pass of its
     /// worker; `0` means unlimited. Default 64. An actor with more left is

@@ -10,8 +10,8 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
-use alloc::vec::Vec;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::any::Any;
 use core::cell::{Cell, OnceCell, RefCell, UnsafeCell};
 use core::fmt;
