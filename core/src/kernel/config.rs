@@ -15,7 +15,10 @@ pub struct Config {
     pub worker_ingress_budget: usize,
     /// Maximum processes resumed from the ready queue in one pass of one
     /// worker; `0` means unlimited. Default 64. A process runs until it
-    /// parks, yields or exits.
+    /// parks, yields or exits; one queued during the pass (a yield, a wake
+    /// from a process of the same worker) may run again in the same pass
+    /// while the budget lasts. With `0`, a pass resumes only what was ready
+    /// when it began.
     ///
     /// The same number bounds the *fresh spawns* a pass runs (64 when this
     /// is `0`): what a process spawns on its own worker runs as soon as it

@@ -336,19 +336,20 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
         }
     }
 
-    // 3. Run ready processes. Those queued during this step (yields,
-    // same-worker wakes, spawns from elsewhere) wait for the next pass, so
-    // one pass is finite. Fresh spawns are the exception: when a process
+    // 3. Run ready processes: up to `process_budget` resumes, including
+    // processes queued during this step (a yield, a same-worker wake), so
+    // a message between two processes of this worker does not cost a whole
+    // pass per hop; with the budget at 0 (unlimited), only those queued
+    // before the step, so a pass stays finite. Fresh spawns: when a process
     // switches out, what it spawned runs next, before the ready queue, in
     // spawn order (depth first over batches, like a LIFO slot that keeps
     // each batch's order). A tree of processes then holds only the path
     // being worked on and its pending siblings instead of every node at
     // once. At most `process_budget` (64 when unlimited) fresh processes
     // run per pass, so the ready queue still advances every pass.
-    let queued = core.ready.borrow().len();
     let limit = match shared.config.process_budget {
-        0 => queued,
-        n => n.min(queued),
+        0 => core.ready.borrow().len(),
+        n => n,
     };
     let mut fresh_budget = match shared.config.process_budget {
         0 => FRESH_PER_PASS,
