@@ -172,8 +172,9 @@ pub(crate) struct Local {
     pub(crate) pending_local: RefCell<Vec<Envelope>>,
     /// Actors spawned on this worker by its own handlers and processes.
     pub(crate) local_spawns: RefCell<VecDeque<Envelope>>,
-    /// Envelopes for actors spawned but not installed yet, retried.
-    held: RefCell<VecDeque<Envelope>>,
+    /// Envelopes for actors spawned but not installed yet, per target in
+    /// arrival order; the target's install releases them.
+    held: RefCell<BTreeMap<Pid, VecDeque<Envelope>>>,
     /// Actors that ended while a stop request had them queued: the kernel
     /// asks for them through `woken`.
     ending: RefCell<Vec<(Pid, ExitReason)>>,
@@ -551,8 +552,8 @@ pub(crate) fn route_admin(shared: &Shared, worker: usize, command: Box<dyn FnOnc
     shared.notify(worker);
 }
 
-/// Drains up to `budget` envelopes of `queue`, holding those whose target
-/// is not installed yet. Returns how many it took.
+/// Drains up to `budget` envelopes of `queue` into their targets. Returns
+/// how many it took.
 fn drain(queue: &Mpsc, budget: usize, local: &Local, shared: &Shared) -> usize {
     let mut n = 0;
     while n < budget {
@@ -560,27 +561,34 @@ fn drain(queue: &Mpsc, budget: usize, local: &Local, shared: &Shared) -> usize {
         // only envelopes are pushed.
         let Some(envelope) = (unsafe { Envelope::pop_from(queue) }) else { break };
         n += 1;
-        if let Err(envelope) = envelope.deliver(local, shared) {
-            local.held.borrow_mut().push_back(envelope);
-        }
+        deliver_or_hold(envelope, local, shared);
     }
     n
 }
 
-/// Retries every held envelope once, in order.
-fn retry_held(local: &Local, shared: &Shared) -> bool {
-    if local.held.borrow().is_empty() {
-        return false;
-    }
-    let held = core::mem::take(&mut *local.held.borrow_mut());
-    let mut did = false;
-    for envelope in held {
-        match envelope.deliver(local, shared) {
-            Ok(()) => did = true,
-            Err(envelope) => local.held.borrow_mut().push_back(envelope),
+/// Delivers `envelope`, or holds it while its target is reserved but not
+/// installed yet. A delivery that installs an actor releases the mail held
+/// for it, in arrival order, before anything else can reach it: each
+/// envelope is looked at once, whatever the number of pending targets.
+fn deliver_or_hold(envelope: Envelope, local: &Local, shared: &Shared) {
+    let dest = envelope.dest();
+    match envelope.deliver(local, shared) {
+        Err(envelope) => local.held.borrow_mut().entry(dest).or_default().push_back(envelope),
+        Ok(()) => {
+            let waiting = {
+                let mut held = local.held.borrow_mut();
+                if held.is_empty() {
+                    return;
+                }
+                held.remove(&dest)
+            };
+            for envelope in waiting.into_iter().flatten() {
+                // Installed now, so each one is delivered (or dropped and
+                // counted if the actor is already gone).
+                deliver_or_hold(envelope, local, shared);
+            }
         }
     }
-    did
 }
 
 impl ActorSystem {
@@ -703,7 +711,7 @@ impl WorkerPlugin for ActorSystem {
             runnable: RefCell::new(VecDeque::new()),
             pending_local: RefCell::new(Vec::new()),
             local_spawns: RefCell::new(VecDeque::new()),
-            held: RefCell::new(VecDeque::new()),
+            held: RefCell::new(BTreeMap::new()),
             ending: RefCell::new(Vec::new()),
             counters: Counters::default(),
             extension: RefCell::new(None),
@@ -718,7 +726,6 @@ impl WorkerPlugin for ActorSystem {
             unsafe { ingress.spawn.is_empty() && ingress.admin.is_empty() && ingress.transfer.is_empty() };
         if queues_empty
             && local.runnable.borrow().is_empty()
-            && local.held.borrow().is_empty()
             && local.local_spawns.borrow().is_empty()
             && local.pending_local.borrow().is_empty()
             && !self.has_extension.load(Ordering::Relaxed)
@@ -739,11 +746,10 @@ impl WorkerPlugin for ActorSystem {
         local.counters.busy_passes.set(passes.wrapping_add(1));
         let began = (passes % PASS_SAMPLE == 0).then(<Native as Arch>::timestamp);
 
-        // 1. Ingress: spawns, admin, held envelopes, then transfers — each
-        //    drain bounded by the ingress budget.
+        // 1. Ingress: spawns (each releasing the mail held for it), admin,
+        //    then transfers — each drain bounded by the ingress budget.
         did |= drain(&ingress.spawn, budget, local, shared) > 0;
         did |= drain(&ingress.admin, budget, local, shared) > 0;
-        did |= retry_held(local, shared);
         let transfers = drain(&ingress.transfer, budget, local, shared);
         bump(&local.counters.transfers_in, transfers as u64);
         did |= transfers > 0;
@@ -767,21 +773,17 @@ impl WorkerPlugin for ActorSystem {
         while n < budget {
             let next = local.local_spawns.borrow_mut().pop_front();
             let Some(envelope) = next else { break };
-            // An install is never held.
-            let _ = envelope.deliver(local, shared);
+            // An install is never held; it releases its target's mail.
+            deliver_or_hold(envelope, local, shared);
             n += 1;
             did = true;
         }
 
-        // 5. Same-worker sends, eligible from the next pass. Held ones go
-        //    first so a sender's order holds across an install.
-        did |= retry_held(local, shared);
+        // 5. Same-worker sends, eligible from the next pass.
         let mut pending = core::mem::take(&mut *local.pending_local.borrow_mut());
         for envelope in pending.drain(..) {
             did = true;
-            if let Err(envelope) = envelope.deliver(local, shared) {
-                local.held.borrow_mut().push_back(envelope);
-            }
+            deliver_or_hold(envelope, local, shared);
         }
         // Keep the buffer's capacity for the next pass (unless a delivery
         // staged more meanwhile).
@@ -803,7 +805,6 @@ impl WorkerPlugin for ActorSystem {
             local.counters.unpublished.set(true);
         }
         did || !local.runnable.borrow().is_empty()
-            || !local.held.borrow().is_empty()
             || !local.local_spawns.borrow().is_empty()
             || !local.pending_local.borrow().is_empty()
     }
