@@ -29,16 +29,27 @@
 //!    one size ([`StackGuard::Canary`]). No guard page: [`STACK_CANARY`] is
 //!    written at the lowest usable word and the core checks it whenever the
 //!    process switches out; a broken canary is reported like a guard-page
-//!    fault ([`crate::Platform::report_overflow`]) and aborts. An overflow that jumps past the canary can reach the
-//!    neighbouring stack before it is noticed; that is the price of the
-//!    millionth process, and why guard pages come first.
-//! 4. Canary stacks are never unmapped while the platform lives: `free_stack`
-//!    releases their pages (`MADV_DONTNEED`) and puts them on a per-size free
-//!    list, and the next allocation of that size takes them from there. The
-//!    free lists reserve room for every stack carved, so giving one back never
-//!    allocates. Chunks are unmapped when the platform is dropped with no
-//!    canary stack outstanding, and leaked otherwise (a `Stack` must not
-//!    dangle because its platform went away).
+//!    fault ([`crate::Platform::report_overflow`]) and aborts. An overflow
+//!    that jumps past the canary can reach the neighbouring stack before it
+//!    is noticed; that is the price of the millionth process, and why guard
+//!    pages come first.
+//! 4. The canary costs no page of its own. The stacks of a chunk are laid
+//!    out back to back, each shifted down by [`CANARY_BYTES`], so that a
+//!    stack's lowest 16 bytes (its canary) are the last 16 bytes of the page
+//!    that holds the top of the stack below it — a page that stack touches
+//!    anyway. A chunk starts with one page that holds only the canary of its
+//!    lowest stack. A parked process with a shallow stack therefore keeps
+//!    one resident page, not two (its top and its canary's).
+//! 5. Canary stacks are never unmapped while the platform lives: `free_stack`
+//!    releases their pages (`MADV_DONTNEED`) except the two partial pages at
+//!    either end — the one holding this stack's canary (the top page of the
+//!    stack below) and its own top page (holding the canary of the stack
+//!    above) — and puts them on a per-size free list, and the next allocation
+//!    of that size takes them from there. The free lists reserve room for
+//!    every stack carved, so giving one back never allocates. Chunks are
+//!    unmapped when the platform is dropped with no canary stack outstanding,
+//!    and leaked otherwise (a `Stack` must not dangle because its platform
+//!    went away).
 //!
 //! All mappings are `MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 //! MAP_STACK`: address space is reserved, memory is committed only where
@@ -59,11 +70,15 @@ pub const RESERVED_MAPPINGS: usize = 8192;
 pub const MAPPINGS_PER_GUARDED_STACK: usize = 2;
 /// Most canary stacks carved from one chunk mapping.
 pub const CHUNK_STACKS: usize = 64;
+const _: () = assert!(CHUNK_STACKS <= u64::BITS as usize, "a chunk's live set is one u64");
 /// Chunks are kept below this many bytes (fewer stacks per chunk for large
 /// stacks, at least one).
 pub const CHUNK_BYTES: usize = 64 << 20;
 /// Largest stack we try to map.
 pub const MAX_STACK_SIZE: usize = 1 << 40;
+/// How far below its slot a canary stack starts: its canary (the lowest
+/// word, kept 16-byte aligned) lies in the top page of the stack below.
+pub const CANARY_BYTES: usize = 16;
 /// `vm.max_map_count` when /proc will not say.
 pub const DEFAULT_MAX_MAP_COUNT: usize = 65_530;
 
@@ -104,16 +119,36 @@ fn take_one(counter: &AtomicUsize, limit: usize) -> bool {
 #[derive(Debug)]
 struct SizeClass {
     size: usize,
-    /// Bottoms of free stacks. Capacity ≥ every stack of this size carved.
-    free: Vec<usize>,
+    /// Free stacks: bottom and chunk index. Capacity ≥ every stack of this
+    /// size carved.
+    free: Vec<(usize, usize)>,
     carved: usize,
+}
+
+/// One chunk mapping and which of its stacks are handed out.
+#[derive(Debug)]
+struct Chunk {
+    mapped: usize,
+    length: usize,
+    /// Bottom of stack 0 (`CANARY_BYTES` below the end of the first page).
+    base: usize,
+    size: usize,
+    count: usize,
+    /// Bit `i`: stack `i` is handed out (`count <= CHUNK_STACKS = 64`).
+    live: u64,
+}
+
+impl Chunk {
+    fn is_live(&self, index: usize) -> bool {
+        index < self.count && self.live & (1 << index) != 0
+    }
 }
 
 #[derive(Debug, Default)]
 struct Pool {
     classes: Vec<SizeClass>,
-    /// Every chunk mapping: start and length.
-    chunks: Vec<(usize, usize)>,
+    /// Every chunk mapping.
+    chunks: Vec<Chunk>,
     /// Canary stacks handed out and not given back.
     outstanding: usize,
 }
@@ -190,35 +225,51 @@ impl StackAllocator {
     fn allocate_canary(&self, rounded: usize, requested: usize) -> Result<Stack, StackError> {
         let reused = {
             let mut pool = self.pool.lock();
-            let bottom = pool.class_mut(rounded).and_then(|class| class.free.pop());
-            if bottom.is_some() {
+            let taken = pool.class_mut(rounded).and_then(|class| class.free.pop());
+            if let Some((bottom, chunk)) = taken {
                 pool.outstanding += 1;
+                let chunk_ref = &mut pool.chunks[chunk];
+                chunk_ref.live |= 1 << ((bottom - chunk_ref.base) / rounded);
             }
-            bottom
+            taken
         };
-        let bottom = match reused {
-            Some(bottom) => bottom,
+        let (bottom, chunk) = match reused {
+            Some(taken) => taken,
             None => self.carve_chunk(rounded, requested)?,
         };
-        // SAFETY: `bottom` starts a free, page-aligned, `rounded`-byte stack
-        // in a live chunk mapping, now owned by the handle made below.
+        // SAFETY: `bottom` starts a free `rounded`-byte stack in a live
+        // chunk mapping (16-byte aligned, see `carve_chunk`), now owned by
+        // the handle made below.
         unsafe { (bottom as *mut u64).write(STACK_CANARY) };
         let Some(bottom) = NonNull::new(bottom as *mut u8) else {
             return Err(StackError::OutOfMemory);
         };
         // SAFETY: the range is a read-write part of a chunk owned by this
-        // allocator and handed to no one else; its top is page-aligned; it
-        // has no guard page and carries the canary.
-        Ok(unsafe { Stack::from_raw(bottom, rounded, StackGuard::Canary) })
+        // allocator and handed to no one else; its top is 16-byte aligned
+        // (`CANARY_BYTES` below a page boundary); it has no guard page and
+        // carries the canary.
+        Ok(unsafe { Stack::from_raw(bottom, rounded, StackGuard::Canary) }.with_backend_word(chunk + 1))
     }
 
     /// Maps a chunk of `rounded`-byte stacks, files all but one on the free
-    /// list and returns the bottom of that one (counted as outstanding).
-    fn carve_chunk(&self, rounded: usize, requested: usize) -> Result<usize, StackError> {
+    /// list and returns that one (counted as outstanding): its bottom and
+    /// chunk index.
+    fn carve_chunk(&self, rounded: usize, requested: usize) -> Result<(usize, usize), StackError> {
         let count = (CHUNK_BYTES / rounded).clamp(1, CHUNK_STACKS);
-        let length = count.checked_mul(rounded).ok_or(StackError::InvalidSize(requested))?;
-        let base = map_anonymous(length).map_err(|error| map_error(error, requested))?;
+        // One page in front: it holds the lowest stack's canary.
+        let page = page_size();
+        let length = count
+            .checked_mul(rounded)
+            .and_then(|stacks| stacks.checked_add(page))
+            .ok_or(StackError::InvalidSize(requested))?;
+        let mapped = map_anonymous(length).map_err(|error| map_error(error, requested))?;
+        // Stack `i` is `[base + i * rounded, base + (i + 1) * rounded)`: its
+        // canary is the last 16 bytes of the first page or of the stack
+        // below's top page, and the highest top ends 16 bytes short of the
+        // mapping's end.
+        let base = mapped + page - CANARY_BYTES;
         let mut pool = self.pool.lock();
+        let index = pool.chunks.len();
         let booked = (|| {
             pool.chunks.try_reserve(1).ok()?;
             if pool.class_mut(rounded).is_none() {
@@ -231,18 +282,18 @@ impl StackAllocator {
             class.carved = carved;
             // Hand out the top stack; the lower ones go on the free list,
             // lowest last so it is taken next.
-            class.free.extend((0..count - 1).rev().map(|index| base + index * rounded));
+            class.free.extend((0..count - 1).rev().map(|i| (base + i * rounded, index)));
             Some(())
         })();
         if booked.is_none() {
             drop(pool);
             // SAFETY: the chunk was mapped above and nothing refers to it.
-            unsafe { libc::munmap(base as *mut libc::c_void, length) };
+            unsafe { libc::munmap(mapped as *mut libc::c_void, length) };
             return Err(StackError::OutOfMemory);
         }
-        pool.chunks.push((base, length));
+        pool.chunks.push(Chunk { mapped, length, base, size: rounded, count, live: 1 << (count - 1) });
         pool.outstanding += 1;
-        Ok(base + (count - 1) * rounded)
+        Ok((base + (count - 1) * rounded, index))
     }
 
     /// # Safety
@@ -264,17 +315,43 @@ impl StackAllocator {
                 self.release_guarded();
             }
             StackGuard::Canary => {
-                // SAFETY: the stack's range lies inside a chunk we mapped;
-                // its contents are dead.
-                unsafe { libc::madvise(stack.bottom().cast(), stack.size(), libc::MADV_DONTNEED) };
+                // The whole pages strictly inside the stack are its own.
+                let top = stack.top() as usize;
+                let inner_from = (bottom + CANARY_BYTES).next_multiple_of(page);
+                let inner_to = top / page * page;
+                release(inner_from, inner_to);
                 let mut pool = self.pool.lock();
+                let Some(chunk) = stack.backend_word().checked_sub(1).filter(|&c| c < pool.chunks.len())
+                else {
+                    debug_assert!(false, "canary stack of unknown chunk freed");
+                    return;
+                };
+                let (below_live, above_live) = {
+                    let chunk = &mut pool.chunks[chunk];
+                    let index = (bottom - chunk.base) / chunk.size;
+                    chunk.live &= !(1 << index);
+                    (index > 0 && chunk.is_live(index - 1), chunk.is_live(index + 1))
+                };
+                // The partial pages at either end: the one holding this
+                // stack's canary is the top page of the stack below (or the
+                // chunk's first page), and this stack's top page holds the
+                // canary of the stack above. Each is released only when the
+                // stack sharing it is not handed out; under the lock, so
+                // that neighbour is not handed out (and its canary written)
+                // in between.
+                if !below_live {
+                    release(inner_from - page, inner_from);
+                }
+                if !above_live {
+                    release(inner_to, inner_to + page);
+                }
                 let Some(class) = pool.class_mut(stack.size()) else {
                     debug_assert!(false, "canary stack of unknown size {} freed", stack.size());
                     return;
                 };
                 // Capacity for every carved stack was reserved when carving.
                 if class.free.len() < class.free.capacity() {
-                    class.free.push(bottom);
+                    class.free.push((bottom, chunk));
                 }
                 pool.outstanding = pool.outstanding.saturating_sub(1);
             }
@@ -285,12 +362,12 @@ impl StackAllocator {
         let page = page_size();
         let Some(keep) = round_up(keep_top_bytes, page) else { return };
         let bottom = stack.bottom() as usize;
-        // A canary stack keeps its bottom page, where the canary lives.
+        // A canary stack keeps the (partial) page holding its canary.
         let release_from = match stack.guard() {
             StackGuard::GuardPage => bottom,
-            StackGuard::Canary => bottom + page,
+            StackGuard::Canary => (bottom + CANARY_BYTES).next_multiple_of(page),
         };
-        let release_to = (stack.top() as usize).saturating_sub(keep);
+        let release_to = (stack.top() as usize).saturating_sub(keep) / page * page;
         if release_to <= release_from {
             return;
         }
@@ -318,12 +395,23 @@ impl Drop for StackAllocator {
         if pool.outstanding != 0 {
             return;
         }
-        for &(base, length) in &pool.chunks {
+        for chunk in &pool.chunks {
             // SAFETY: no canary stack is outstanding, so no one refers to the
             // chunk memory any more.
-            unsafe { libc::munmap(base as *mut libc::c_void, length) };
+            unsafe { libc::munmap(chunk.mapped as *mut libc::c_void, chunk.length) };
         }
         pool.chunks.clear();
+    }
+}
+
+/// Releases the resident pages of `[from, to)` (page-aligned, inside a
+/// chunk, holding nothing live); a no-op on an empty range.
+fn release(from: usize, to: usize) {
+    if to > from {
+        // SAFETY: per the contract, a page-aligned range of a chunk mapping
+        // whose contents are dead; MADV_DONTNEED keeps the mapping and
+        // refills with zero pages on touch.
+        unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED) };
     }
 }
 
@@ -399,6 +487,100 @@ mod tests {
         let allocator = StackAllocator::new(4);
         assert_eq!(allocator.allocate(0).unwrap_err(), StackError::InvalidSize(0));
         assert_eq!(allocator.allocate(usize::MAX).unwrap_err(), StackError::InvalidSize(usize::MAX));
+    }
+
+    #[test]
+    fn a_canary_lives_in_the_top_page_of_the_stack_below() {
+        let page = page_size();
+        let allocator = StackAllocator::new(0);
+        // One whole chunk, highest stack first.
+        let mut stacks: Vec<Stack> =
+            (0..CHUNK_STACKS).map(|_| allocator.allocate(4 * page).unwrap()).collect();
+        stacks.sort_by_key(|stack| core::cmp::Reverse(stack.bottom() as usize));
+        for pair in stacks.windows(2) {
+            let (above, below) = (&pair[0], &pair[1]);
+            assert_eq!(below.top(), above.bottom(), "stacks of a chunk are back to back");
+            let canary_page = above.bottom() as usize / page;
+            let top_page_below = (below.top() as usize - 1) / page;
+            assert_eq!(canary_page, top_page_below, "the canary shares the top page of the stack below");
+        }
+        for stack in &stacks {
+            assert_eq!(stack.top() as usize % 16, 0);
+            assert!(stack.canary_intact());
+        }
+        // Freeing the middle stack releases its pages but neither its
+        // neighbours' canaries (the one above lives in its top page) nor
+        // their contents.
+        let rest = stacks.split_off(3);
+        let mut stacks = stacks.into_iter();
+        let (above, middle, below) = (stacks.next().unwrap(), stacks.next().unwrap(), stacks.next().unwrap());
+        let word_below = below.top().wrapping_sub(8).cast::<u64>();
+        // SAFETY: the top word of a stack this test owns and does not run on.
+        unsafe { word_below.write(42) };
+        // SAFETY: allocated above, never run on.
+        unsafe { allocator.free(middle) };
+        assert!(above.canary_intact(), "freeing the stack below wiped the canary above it");
+        assert!(below.canary_intact());
+        // SAFETY: as above.
+        assert_eq!(unsafe { word_below.read() }, 42);
+        // Trimming keeps the canary too.
+        allocator.trim(&above, 0);
+        assert!(above.canary_intact(), "trimming released the canary's page");
+        // SAFETY: allocated above, never run on.
+        unsafe {
+            allocator.free(above);
+            allocator.free(below);
+        }
+        for stack in rest {
+            // SAFETY: allocated above, never run on.
+            unsafe { allocator.free(stack) };
+        }
+    }
+
+    /// Resident pages of `[start, start + length)`.
+    fn resident_pages(start: usize, length: usize) -> usize {
+        let page = page_size();
+        let mut vector = vec![0u8; length.div_ceil(page)];
+        // SAFETY: a mapped, page-aligned range; `vector` has one byte per
+        // page.
+        let status = unsafe { libc::mincore(start as *mut libc::c_void, length, vector.as_mut_ptr()) };
+        assert_eq!(status, 0);
+        vector.iter().filter(|&&byte| byte & 1 != 0).count()
+    }
+
+    #[test]
+    fn a_chunk_whose_stacks_are_all_free_holds_no_memory() {
+        let page = page_size();
+        let allocator = StackAllocator::new(0);
+        let stacks: Vec<Stack> = (0..CHUNK_STACKS).map(|_| allocator.allocate(4 * page).unwrap()).collect();
+        let (mapped, length) = {
+            let pool = allocator.pool.lock();
+            assert_eq!(pool.chunks.len(), 1);
+            (pool.chunks[0].mapped, pool.chunks[0].length)
+        };
+        for stack in &stacks {
+            // SAFETY: every word of a stack this test owns and does not
+            // run on, the canary excepted.
+            unsafe { core::ptr::write_bytes(stack.bottom().add(8), 0xAB, stack.size() - 8) };
+        }
+        assert_eq!(resident_pages(mapped, length), length / page, "every page touched");
+        // Free every other stack: their inner pages go, the shared edge
+        // pages stay (each holds a live neighbour's canary or top).
+        let (even, odd): (Vec<_>, Vec<_>) = stacks.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        for (_, stack) in even {
+            // SAFETY: allocated above, never run on.
+            unsafe { allocator.free(stack) };
+        }
+        for (_, stack) in &odd {
+            assert!(stack.canary_intact());
+        }
+        let half = resident_pages(mapped, length);
+        assert!(half < length / page && half > CHUNK_STACKS, "{half} pages resident");
+        for (_, stack) in odd {
+            // SAFETY: allocated above, never run on.
+            unsafe { allocator.free(stack) };
+        }
+        assert_eq!(resident_pages(mapped, length), 0, "the last free released the shared pages");
     }
 
     #[test]
