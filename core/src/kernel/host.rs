@@ -52,6 +52,7 @@ pub fn install(hooks: &'static HostHooks) -> bool {
 }
 
 /// The installed hooks, if any.
+#[inline]
 pub(crate) fn hooks() -> Option<&'static HostHooks> {
     HOOKS.get()
 }

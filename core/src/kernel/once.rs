@@ -25,6 +25,7 @@ impl<T: Sync + 'static> OnceRef<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self) -> Option<&'static T> {
         // Acquire pairs with the Release in `set`.
         let p = self.ptr.load(Ordering::Acquire);
