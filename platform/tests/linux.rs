@@ -302,8 +302,8 @@ fn trim_zeroes_below_the_kept_top() {
             unsafe { base.add(index).write_volatile(0xAB) };
         }
         platform.trim_stack(&stack, 2 * page + 1); // rounds up to 3 pages
-        // Released up to the page boundary at or below `top - 3 pages` (a
-        // canary stack's top lies 16 bytes short of a page boundary).
+                                                   // Released up to the page boundary at or below `top - 3 pages` (a
+                                                   // canary stack's top lies 16 bytes short of a page boundary).
         let boundary = (stack.top() as usize - 3 * page) / page * page;
         let kept_from = (boundary - stack.bottom() as usize) / 8;
         // SAFETY: `index < words`: inside the live stack.

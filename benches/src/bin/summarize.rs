@@ -130,20 +130,21 @@ struct Measured {
 }
 
 const MEASURED: &[Measured] = &[
-    // Resident bytes per parked process, 100,000 parked: at most 8 KiB.
+    // Resident bytes per parked process, 100,000 parked: at most 4.5 KiB
+    // (one page of stack and the slot).
     Measured {
         group: "memory_per_parked",
         smarm: "smarm/process",
         peer: "tokio/task",
         unit: "bytes",
-        smarm_at_most: 8192.0,
+        smarm_at_most: 4608.0,
     },
     Measured {
         group: "memory_per_parked",
         smarm: "smarm/process",
         peer: "may/coroutine",
         unit: "bytes",
-        smarm_at_most: 8192.0,
+        smarm_at_most: 4608.0,
     },
     // A million parked on the default configuration (100,000 in quick
     // mode): at most 4.5 KiB each, the goal for a million processes.
@@ -153,6 +154,15 @@ const MEASURED: &[Measured] = &[
         peer: "tokio/task",
         unit: "bytes",
         smarm_at_most: 4608.0,
+    },
+    // Heap allocations per spawn + join (warm): the process's closure, and
+    // a box for its return value unless that is zero-sized.
+    Measured {
+        group: "allocations/spawn_join",
+        smarm: "smarm/process",
+        peer: "tokio/task",
+        unit: "allocations",
+        smarm_at_most: 2.0,
     },
 ];
 
