@@ -41,6 +41,7 @@
 //! backend's module documentation explains the trade-off in detail.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 
 /// Entry point of a fresh context. It receives the argument given to
 /// [`Arch::init_context`] and must never return: a finished context switches

@@ -22,7 +22,7 @@
 //!   panic capture from the host's [`HostHooks`].
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 #![deny(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 extern crate alloc;

@@ -35,7 +35,7 @@
 //! `check!()`, or, with [`PreemptingAlloc`], any allocation. For state that
 //! belongs to a process, use [`ActorLocal`].
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod alloc;
 mod context;

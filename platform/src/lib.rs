@@ -10,6 +10,7 @@
 //! `Arc<dyn Platform>` and never names a backend.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 
 extern crate alloc;
 
