@@ -56,8 +56,18 @@ scripts/check-layers.sh
 step "host tests (x86_64)"
 cargo test --workspace --exclude smarm-benches
 
-step "example: handler actors and their services"
-cargo run -q -p smarm --example actors > /dev/null
+step "examples, at small sizes (each checks its own result)"
+cargo build -q -p smarm -p smarm-arch --examples
+for example in "tour --quick" "ping_pong 2000" "supervision_tree 5" "kv_server 200" "worker_pool 300" \
+  "chat_server --selftest 5 5" "echo_server 10 10" "top 1" "actors" "multi_worker" "thread_ring 2 10000"; do
+  # shellcheck disable=SC2086 # the example's name and its arguments
+  set -- $example
+  name=$1
+  shift
+  echo "example $name $*"
+  timeout 120 cargo run -q -p smarm --example "$name" -- "$@" > /dev/null
+done
+cargo run -q -p smarm-arch --example switch_demo -- 100000 > /dev/null
 
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
