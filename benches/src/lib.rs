@@ -11,7 +11,6 @@
 #![deny(unsafe_code)]
 
 pub mod font;
-pub mod json;
 pub mod measure;
 pub mod plot;
 
@@ -21,6 +20,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+use serde::Deserialize;
 
 /// "CPU model (N cores)" for the machine this runs on, e.g.
 /// `Intel(R) Xeon(R) Processor (2 cores)`.
@@ -137,26 +138,44 @@ fn read_one(new_dir: &Path) -> Result<Option<(String, Estimate)>, ReadError> {
     if !benchmark_path.is_file() || !estimates_path.is_file() {
         return Ok(None);
     }
-    let benchmark = read_json(&benchmark_path)?;
-    let id = benchmark
-        .get("full_id")
-        .and_then(json::Value::as_str)
-        .ok_or_else(|| format_error(&benchmark_path, "no \"full_id\""))?
-        .to_string();
-    let estimates = read_json(&estimates_path)?;
-    let nanoseconds = ["slope", "mean"]
-        .iter()
-        .find_map(|name| estimates.get(name)?.get("point_estimate")?.as_f64())
+    let benchmark: BenchmarkFile = read_json(&benchmark_path)?;
+    let estimates: EstimatesFile = read_json(&estimates_path)?;
+    let nanoseconds = [estimates.slope, estimates.mean]
+        .into_iter()
+        .flatten()
+        .map(|estimate| estimate.point_estimate)
+        .next()
         .ok_or_else(|| format_error(&estimates_path, "neither slope nor mean has a point_estimate"))?;
+    let id = benchmark.full_id;
     let written = fs::metadata(&estimates_path)
         .and_then(|metadata| metadata.modified())
         .map_err(|error| ReadError::Io { path: estimates_path.clone(), error })?;
     Ok(Some((id, Estimate { nanoseconds, written })))
 }
 
-fn read_json(path: &Path) -> Result<json::Value, ReadError> {
+/// The part of criterion's `benchmark.json` we read.
+#[derive(Deserialize)]
+struct BenchmarkFile {
+    full_id: String,
+}
+
+/// The part of criterion's `estimates.json` we read: the slope (a linear
+/// fit over the samples' iteration counts) when criterion made one, else
+/// the mean.
+#[derive(Deserialize)]
+struct EstimatesFile {
+    slope: Option<PointEstimate>,
+    mean: Option<PointEstimate>,
+}
+
+#[derive(Deserialize)]
+struct PointEstimate {
+    point_estimate: f64,
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ReadError> {
     let text = fs::read_to_string(path).map_err(|error| ReadError::Io { path: path.to_path_buf(), error })?;
-    json::parse(&text).map_err(|error| format_error(path, &error.to_string()))
+    serde_json::from_str(&text).map_err(|error| format_error(path, &error.to_string()))
 }
 
 fn format_error(path: &Path, reason: &str) -> ReadError {
