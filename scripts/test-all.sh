@@ -3,7 +3,8 @@
 #   1. installs what is missing (rustup targets and components, a nightly
 #      toolchain with miri and rust-src, Debian packages); then format and the
 #      core's layer rule (scripts/check-layers.sh);
-#   2. host tests (unit, integration, doc) for the whole workspace;
+#   2. host tests (unit, integration, doc) for the whole workspace, the
+#      second (plain, std-only) platform on its own, and every example;
 #   3. the soak suite in release (tests/tests/soak.rs);
 #   4. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
 #   5. miri over the core's code that neither switches stacks nor calls the
@@ -55,6 +56,9 @@ scripts/check-layers.sh
 
 step "host tests (x86_64)"
 cargo test --workspace --exclude smarm-benches
+
+step "second platform (std only: heap stacks, Instant, Mutex + Condvar): conformance kit and scenarios"
+cargo test -q -p smarm-platform-plain
 
 step "examples, at small sizes (each checks its own result)"
 cargo build -q -p smarm -p smarm-arch --examples
