@@ -385,6 +385,23 @@ fn default_max_spinners(drivers: usize) -> usize {
 /// their current pass: processes still alive are abandoned (their stacks
 /// are freed, their destructors do not run). Use
 /// [`shutdown`](Engine::shutdown) to stop them properly.
+///
+/// ```
+/// let engine = smarm::Engine::builder().workers(4).build().unwrap();
+/// let per_worker = engine
+///     .block_on(|| {
+///         let rt = smarm::current_runtime().unwrap();
+///         // Spawns through the handle go round-robin over the workers.
+///         let handles: Vec<_> = (0..8).map(|_| rt.spawn(|| smarm::current_worker().unwrap()).unwrap()).collect();
+///         let mut per_worker = [0; 4];
+///         for handle in handles {
+///             per_worker[handle.join().unwrap()] += 1;
+///         }
+///         per_worker
+///     })
+///     .unwrap();
+/// assert_eq!(per_worker, [2, 2, 2, 2]);
+/// ```
 pub struct Engine {
     runtime: Runtime,
     shared: Arc<EngineShared>,

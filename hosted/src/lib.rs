@@ -26,6 +26,72 @@
 //! assert_eq!(total, 10);
 //! ```
 //!
+//! # Processes or handler actors
+//!
+//! Two kinds of actor share one runtime, one pid space, and one set of
+//! monitors, links, names and supervisors:
+//!
+//! - A **process** ([`spawn`], [`spawn_on`]) has its own stack and runs
+//!   blocking-style code: `recv`, [`select`], [`sleep`], [`Mutex`], socket
+//!   reads through [`io`], `join`. Reach for one when the logic reads as a
+//!   sequence of waits — a connection, a protocol, a worker that does a job
+//!   at a time. It costs a slot and a stack (one resident page while it is
+//!   shallow).
+//! - A **handler actor** ([`Actor`], [`spawn_actor`]) has no stack: a
+//!   `handle` method the worker calls once per message, on the worker's own
+//!   stack. Reach for one when the logic is a state machine reacting to
+//!   messages — counters, routers, registries, caches — and there are very
+//!   many of them: it costs a boxed struct and a mailbox. It must not block
+//!   (there is nothing to park); it sends, spawns and replies instead.
+//!
+//! A process talks to an actor through its [`Addr`]; an actor answers a
+//! process through an [`InboxAddr`] or a [`ReplyTo`] (an [`Ask`]).
+//!
+//! # Supervision
+//!
+//! Failures are contained, observed and repaired, as in Erlang/OTP:
+//!
+//! - A panic ends its process only: its `join` reports
+//!   [`JoinError::Exited`] with [`ExitReason::Panicked`] and the message.
+//! - [`monitor`] delivers one [`Down`] with the exact reason; [`link`] ties
+//!   two lives together (an abnormal end stops the partner), unless the
+//!   partner calls [`trap_exit`] and receives [`ExitSignal`]s instead.
+//! - [`Supervisor`] starts children, watches them, restarts them by
+//!   [`Strategy`] (one-for-one, one-for-all, rest-for-one) within a restart
+//!   intensity, and shuts them down in order; supervisors nest.
+//! - [`GenServer`] is the request/response server: `call` (with a
+//!   timeout), `cast`, info messages and monitor `Down`s, with `terminate`
+//!   run however it ends; a supervisor can own one.
+//!
+//! # Preemption, and its limits
+//!
+//! Scheduling is cooperative at every blocking call (and every few channel
+//! operations, [`Config::coop_budget`]), and preemptive at two kinds of
+//! points: [`check!`] and, with [`PreemptingAlloc`] as the global
+//! allocator, every allocation — a process past its [`Config::timeslice`]
+//! yields there. A loop that neither blocks, allocates nor calls `check!()`
+//! is never preempted and keeps its worker; it also cannot be stopped
+//! ([`request_stop`] is observed at those same points). Put `check!()` in
+//! such loops. Preemption never happens while a runtime lock is held
+//! ([`NoPreempt`]).
+//!
+//! # Io
+//!
+//! [`io`] lets a process do blocking io without blocking its worker:
+//! [`io::block_on_io`] runs a blocking call on an io thread and parks the
+//! process until it returns; [`io::read`], [`io::write_all`] and
+//! [`io::wait_readable`] park the process on a nonblocking descriptor's
+//! readiness. The module's documentation has a TCP round trip.
+//!
+//! # Bare metal
+//!
+//! All of the above except `io` and the Engine's threads is `smarm-core`,
+//! which is `no_std` + `alloc`: the same scheduler runs on a bare AArch64
+//! board. A port implements one trait, `smarm_platform::Platform` (stacks,
+//! clock, parking), supplies `HostHooks` and drives the workers from its
+//! boot loop. The repository's `PORTING.md` walks through a port, and
+//! `platform-plain/` is a complete one in 162 lines.
+//!
 //! # Thread-locals
 //!
 //! A process may be resumed on a different OS thread than the one it was
@@ -57,30 +123,330 @@ pub use smarm_core::actor::{
 };
 /// A process's state word state, as `list_processes` reports it.
 pub use smarm_core::kernel::state::State as ProcessState;
-pub use smarm_core::otp::local::ActorLocal;
 /// Supervisors and gen_server (re-exported from `smarm-core`).
 pub use smarm_core::otp::{gen_server, supervisor};
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
-    spawn, spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, ExitReason, Instant,
-    JoinError, JoinHandle, NoPreempt, NoProc, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot, Waker,
-    MAX_ACTORS, MAX_WORKERS,
+    spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, ExitReason, Instant, JoinError,
+    JoinHandle, NoPreempt, NoProc, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot, Waker, MAX_ACTORS,
+    MAX_WORKERS,
 };
 /// Process primitives: channels, select, the actor mutex, monitors, links
 /// and the registry (re-exported from `smarm-core`).
 pub use smarm_core::{
-    bounded, channel, demonitor, exit, link, monitor, name_of, register, select, select_timeout, trap_exit,
-    unlink, unregister, whereis, Down, ExitSignal, IntoIter, Iter, LockError, Monitor, MonitorId, Mutex,
-    MutexGuard, Never, Receiver, RecvError, RecvTimeoutError, RegisterError, Select, Selectable, SendError,
-    SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+    bounded, demonitor, exit, name_of, select_timeout, unlink, unregister, Down, ExitSignal, IntoIter, Iter,
+    LockError, Monitor, MonitorId, MutexGuard, Never, Receiver, RecvError, RecvTimeoutError, RegisterError,
+    Select, Selectable, SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
 };
+pub use smarm_core::{ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx};
 pub use smarm_core::{
-    spawn_actor, Actor, ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx,
+    CallError, Child, ChildInfo, ChildSpec, Restart, Server, ServerCtx, ServerRef, Shutdown, StartError,
+    Strategy, SupervisorError, SupervisorRef, TerminateReason, Watcher,
 };
-pub use smarm_core::{
-    CallError, Child, ChildInfo, ChildSpec, GenServer, Restart, Server, ServerCtx, ServerRef, Shutdown,
-    StartError, Strategy, Supervisor, SupervisorError, SupervisorRef, TerminateReason, Watcher,
-};
+// The entry points, each with an example (shown on the item's page above
+// its own documentation).
+
+/// ```
+/// let doubled = smarm::run(|| {
+///     let child = smarm::spawn(|| 21 * 2).unwrap();
+///     child.join().unwrap()
+/// });
+/// assert_eq!(doubled, 42);
+/// ```
+#[doc(inline)]
+pub use smarm_core::spawn;
+
+/// ```
+/// let sum = smarm::run(|| {
+///     let (tx, rx) = smarm::channel::<u32>();
+///     for i in 1..=3 {
+///         let tx = tx.clone();
+///         smarm::spawn(move || tx.send(i).unwrap()).unwrap();
+///     }
+///     drop(tx);
+///     // `recv` parks this process (not the thread) until a message comes;
+///     // it fails once every sender is gone.
+///     std::iter::from_fn(|| rx.recv().ok()).sum::<u32>()
+/// });
+/// assert_eq!(sum, 6);
+/// ```
+#[doc(inline)]
+pub use smarm_core::channel;
+
+/// ```
+/// let got = smarm::run(|| {
+///     let (_quiet_tx, quiet) = smarm::channel::<&str>();
+///     let (loud_tx, loud) = smarm::channel::<&str>();
+///     smarm::spawn(move || loud_tx.send("hello").unwrap()).unwrap();
+///     // Parks until one arm is ready; returns its index.
+///     match smarm::select(&[&quiet, &loud]) {
+///         0 => quiet.try_recv().unwrap(),
+///         _ => loud.try_recv().unwrap(),
+///     }
+/// });
+/// assert_eq!(got, "hello");
+/// ```
+#[doc(inline)]
+pub use smarm_core::select;
+
+/// ```
+/// use std::sync::Arc;
+///
+/// let total = smarm::run(|| {
+///     let counter = Arc::new(smarm::Mutex::new(0u32));
+///     let workers: Vec<_> = (0..4)
+///         .map(|_| {
+///             let counter = counter.clone();
+///             smarm::spawn(move || {
+///                 for _ in 0..100 {
+///                     // A contended lock parks the process, not the thread.
+///                     *counter.lock() += 1;
+///                     smarm::yield_now();
+///                 }
+///             })
+///             .unwrap()
+///         })
+///         .collect();
+///     workers.into_iter().for_each(|w| w.join().unwrap());
+///     let total = *counter.lock();
+///     total
+/// });
+/// assert_eq!(total, 400);
+/// ```
+#[doc(inline)]
+pub use smarm_core::Mutex;
+
+/// ```
+/// use smarm::ExitReason;
+///
+/// let reason = smarm::run(|| {
+///     let worker = smarm::spawn(|| smarm::sleep(std::time::Duration::from_millis(1))).unwrap();
+///     let watch = smarm::monitor(worker.pid());
+///     // One `Down` per monitor, with the exact exit reason.
+///     watch.rx.recv().unwrap().reason
+/// });
+/// assert_eq!(reason, ExitReason::Normal);
+/// ```
+#[doc(inline)]
+pub use smarm_core::monitor;
+
+/// ```
+/// use smarm::ExitReason;
+///
+/// let outcome = smarm::run(|| {
+///     let (_keep, never) = smarm::channel::<()>();
+///     // A partner that waits forever, linked to a middle process that
+///     // ends abnormally: the link takes the partner down too.
+///     let partner = smarm::spawn(move || { let _ = never.recv(); }).unwrap();
+///     let partner_pid = partner.pid();
+///     let middle = smarm::spawn(move || {
+///         smarm::link(partner_pid).unwrap();
+///         smarm::exit(smarm::self_pid().unwrap(), ExitReason::Other("failed".into())).unwrap();
+///         smarm::yield_now();
+///     })
+///     .unwrap();
+///     let _ = middle.join();
+///     partner.join()
+/// });
+/// assert!(matches!(outcome, Err(smarm::JoinError::Exited(ExitReason::Linked { .. }))));
+/// ```
+#[doc(inline)]
+pub use smarm_core::link;
+
+/// ```
+/// use smarm::ExitReason;
+///
+/// let reason = smarm::run(|| {
+///     // Exit signals from links arrive as messages instead of ending us.
+///     let signals = smarm::trap_exit().unwrap();
+///     let (go, wait) = smarm::channel::<()>();
+///     let child = smarm::spawn(move || {
+///         wait.recv().unwrap();
+///         panic!("child failed");
+///     })
+///     .unwrap();
+///     smarm::link(child.pid()).unwrap();
+///     go.send(()).unwrap();
+///     signals.recv().unwrap().reason
+/// });
+/// assert_eq!(reason, ExitReason::Panicked("child failed".into()));
+/// ```
+#[doc(inline)]
+pub use smarm_core::trap_exit;
+
+/// ```
+/// smarm::run(|| {
+///     let (_keep, never) = smarm::channel::<()>();
+///     let server = smarm::spawn(move || { let _ = never.recv(); }).unwrap();
+///     smarm::register("server", server.pid()).unwrap();
+///     assert_eq!(smarm::whereis("server"), Some(server.pid()));
+///     // One name per pid, one pid per name.
+///     assert!(smarm::register("server", smarm::self_pid().unwrap()).is_err());
+///     smarm::request_stop(server.pid()).unwrap();
+///     let _ = server.join();
+///     // A dead process's name is free again.
+///     assert_eq!(smarm::whereis("server"), None);
+/// });
+/// ```
+#[doc(inline)]
+pub use smarm_core::register;
+
+/// ```
+/// smarm::run(|| {
+///     assert_eq!(smarm::whereis("nobody"), None);
+///     smarm::register("me", smarm::self_pid().unwrap()).unwrap();
+///     assert_eq!(smarm::whereis("me"), smarm::self_pid());
+/// });
+/// ```
+#[doc(inline)]
+pub use smarm_core::whereis;
+
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use smarm::{ChildSpec, Strategy, Supervisor};
+///
+/// let starts = smarm::run(|| {
+///     let starts = Arc::new(AtomicU32::new(0));
+///     let counted = starts.clone();
+///     let sup = Supervisor::new()
+///         .strategy(Strategy::OneForOne)
+///         .intensity(5, Duration::from_secs(1))
+///         .child(ChildSpec::new("worker", move || {
+///             let first = counted.fetch_add(1, Ordering::SeqCst) == 0;
+///             smarm::spawn(move || {
+///                 // The first start crashes; the restart keeps running.
+///                 if first {
+///                     smarm::exit(smarm::self_pid().unwrap(), smarm::ExitReason::Other("crash".into())).unwrap();
+///                 }
+///                 loop { smarm::sleep(Duration::from_millis(10)); }
+///             })
+///         }))
+///         .start()
+///         .unwrap();
+///     while starts.load(Ordering::SeqCst) < 2 {
+///         smarm::sleep(Duration::from_millis(1));
+///     }
+///     assert!(sup.child_pid("worker").unwrap().is_some());
+///     sup.stop().unwrap(); // ordered shutdown
+///     starts.load(Ordering::SeqCst)
+/// });
+/// assert_eq!(starts, 2);
+/// ```
+#[doc(inline)]
+pub use smarm_core::Supervisor;
+
+/// ```
+/// use smarm::{GenServer, Server};
+///
+/// /// A counter: `cast` adds, `call` reads.
+/// struct Counter(u64);
+///
+/// impl GenServer for Counter {
+///     type Call = ();
+///     type Reply = u64;
+///     type Cast = u64;
+///     type Info = ();
+///     fn handle_call(&mut self, (): ()) -> u64 {
+///         self.0
+///     }
+///     fn handle_cast(&mut self, n: u64) {
+///         self.0 += n;
+///     }
+/// }
+///
+/// let total = smarm::run(|| {
+///     let counter = Server::new(Counter(0)).start().unwrap();
+///     counter.cast(2).unwrap();
+///     counter.cast(3).unwrap();
+///     // A call is answered after the casts sent before it.
+///     let total = counter.call(()).unwrap();
+///     counter.stop().unwrap();
+///     total
+/// });
+/// assert_eq!(total, 5);
+/// ```
+#[doc(inline)]
+pub use smarm_core::GenServer;
+
+/// ```
+/// smarm::local! {
+///     /// This process's request count.
+///     static REQUESTS: u32 = 0;
+/// }
+///
+/// let counts = smarm::run(|| {
+///     let a = smarm::spawn(|| { REQUESTS.with_mut(|n| *n += 2); REQUESTS.get().unwrap() }).unwrap();
+///     let b = smarm::spawn(|| { REQUESTS.with_mut(|n| *n += 5); REQUESTS.get().unwrap() }).unwrap();
+///     // Each process sees its own value, wherever it runs.
+///     (a.join().unwrap(), b.join().unwrap(), REQUESTS.get().unwrap())
+/// });
+/// assert_eq!(counts, (2, 5, 0));
+/// ```
+#[doc(inline)]
+pub use smarm_core::otp::local::ActorLocal;
+
+/// ```
+/// use smarm::{Actor, Ctx};
+///
+/// /// Sums what it is sent; answers `Total` through an inbox address.
+/// struct Summer {
+///     sum: u64,
+///     report: smarm::InboxAddr<u64>,
+/// }
+///
+/// enum Msg {
+///     Add(u64),
+///     Total,
+/// }
+///
+/// impl Actor for Summer {
+///     type Msg = Msg;
+///     fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, msg: Msg) {
+///         match msg {
+///             Msg::Add(n) => self.sum += n,
+///             Msg::Total => { let _ = self.report.send(self.sum); }
+///         }
+///     }
+/// }
+///
+/// let engine = smarm::Engine::builder().workers(2).build().unwrap();
+/// let rt = engine.runtime().clone();
+/// let inbox = rt.new_inbox::<u64>();
+/// let summer = rt.spawn_actor(Summer { sum: 0, report: inbox.addr() }).unwrap();
+/// for n in 1..=10 {
+///     summer.send(Msg::Add(n)).unwrap();
+/// }
+/// summer.send(Msg::Total).unwrap();
+/// assert_eq!(inbox.recv().unwrap(), 55);
+/// summer.stop().unwrap();
+/// engine.wait();
+/// ```
+#[doc(inline)]
+pub use smarm_core::Actor;
+
+/// ```
+/// let answer = smarm::run(|| {
+///     struct Echo(smarm::InboxAddr<u32>);
+///     impl smarm::Actor for Echo {
+///         type Msg = u32;
+///         fn handle(&mut self, ctx: &mut smarm::Ctx<'_, Self>, n: u32) {
+///             let _ = self.0.send(n + 1);
+///             ctx.stop_self();
+///         }
+///     }
+///     let rt = smarm::current_runtime().unwrap();
+///     let inbox = rt.new_inbox::<u32>();
+///     // From a process: the actor lands on this process's worker.
+///     let echo = smarm::spawn_actor(Echo(inbox.addr())).unwrap();
+///     echo.send(41).unwrap();
+///     inbox.recv().unwrap()
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+#[doc(inline)]
+pub use smarm_core::spawn_actor;
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
 pub use stepper::Stepper;
 
@@ -144,6 +510,26 @@ pub fn check_point() {
 
 /// Parks the calling process for `duration`; outside a process, sleeps the
 /// thread.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let order = smarm::run(|| {
+///     let (tx, rx) = smarm::channel();
+///     for (name, ms) in [("slow", 20), ("fast", 5)] {
+///         let tx = tx.clone();
+///         // Each sleeper parks; the worker runs the others meanwhile.
+///         smarm::spawn(move || {
+///             smarm::sleep(Duration::from_millis(ms));
+///             tx.send(name).unwrap();
+///         })
+///         .unwrap();
+///     }
+///     drop(tx);
+///     std::iter::from_fn(|| rx.recv().ok()).collect::<Vec<_>>()
+/// });
+/// assert_eq!(order, ["fast", "slow"]);
+/// ```
 pub fn sleep(duration: std::time::Duration) {
     if smarm_core::sleep(duration).is_err() {
         std::thread::sleep(duration);
@@ -299,6 +685,14 @@ where
 /// stop, and `run` panics with the root's message (as
 /// `std::thread::scope` does); if the runtime cannot start, with the
 /// reason. Use [`try_run`] to get these as a `Result`.
+///
+/// ```
+/// let answer = smarm::run(|| {
+///     let child = smarm::spawn(|| 6 * 7).unwrap();
+///     child.join().unwrap()
+/// });
+/// assert_eq!(answer, 42);
+/// ```
 pub fn run<R, F>(root: F) -> R
 where
     R: Send + 'static,
@@ -316,6 +710,15 @@ where
 /// # Panics
 ///
 /// As [`run`].
+///
+/// ```
+/// let config = smarm::Config { worker_count: 2, ..smarm::Config::default() };
+/// let workers = smarm::run_with(config, || {
+///     let other = smarm::spawn_on(1, || smarm::current_worker().unwrap()).unwrap();
+///     (smarm::current_worker().unwrap(), other.join().unwrap())
+/// });
+/// assert_eq!(workers, (0, 1));
+/// ```
 pub fn run_with<R, F>(config: Config, root: F) -> R
 where
     R: Send + 'static,

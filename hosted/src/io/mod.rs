@@ -13,6 +13,50 @@
 //! Every completion is an epoch-stamped wake of exactly the wait that asked
 //! for it. A process stopped while it waits on an fd leaves nothing behind:
 //! neither its waiter entry nor the kernel registration.
+//!
+//! A TCP round trip on the loopback interface: a server process accepts and
+//! echoes, a client process connects (on an io thread: `connect` blocks)
+//! and checks the echo. Both park on readiness; the worker is never
+//! blocked.
+//!
+//! ```
+//! use std::io::ErrorKind;
+//! use std::net::{TcpListener, TcpStream};
+//! use std::os::unix::io::AsRawFd;
+//!
+//! let echoed = smarm::run(|| {
+//!     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     listener.set_nonblocking(true).unwrap();
+//!     let server = smarm::spawn(move || {
+//!         let mut stream = loop {
+//!             match listener.accept() {
+//!                 Ok((stream, _)) => break stream,
+//!                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
+//!                     smarm::io::wait_readable(listener.as_raw_fd()).unwrap()
+//!                 }
+//!                 Err(e) => panic!("accept: {e}"),
+//!             }
+//!         };
+//!         stream.set_nonblocking(true).unwrap();
+//!         let mut buffer = [0u8; 64];
+//!         let n = smarm::io::read(&mut stream, &mut buffer).unwrap();
+//!         smarm::io::write_all(&mut stream, &buffer[..n]).unwrap();
+//!     })
+//!     .unwrap();
+//!     let mut client = smarm::io::block_on_io(move || TcpStream::connect(addr)).unwrap().unwrap();
+//!     client.set_nonblocking(true).unwrap();
+//!     smarm::io::write_all(&mut client, b"ping").unwrap();
+//!     let mut buffer = [0u8; 4];
+//!     let mut filled = 0;
+//!     while filled < 4 {
+//!         filled += smarm::io::read(&mut client, &mut buffer[filled..]).unwrap();
+//!     }
+//!     server.join().unwrap();
+//!     buffer
+//! });
+//! assert_eq!(&echoed, b"ping");
+//! ```
 #![deny(unsafe_code)]
 
 pub(crate) mod pool;
