@@ -57,6 +57,9 @@ scripts/check-layers.sh
 step "host tests (x86_64)"
 cargo test --workspace --exclude smarm-benches
 
+step "the tracing feature: runtime events reach a tracing subscriber"
+cargo test -q -p smarm --features tracing --test tracing
+
 step "second platform (std only: heap stacks, Instant, Mutex + Condvar): conformance kit and scenarios"
 cargo test -q -p smarm-platform-plain
 
@@ -75,6 +78,7 @@ cargo run -q -p smarm-arch --example switch_demo -- 100000 > /dev/null
 
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
+cargo clippy -p smarm --features tracing --all-targets -- -D warnings
 
 step "docs (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --exclude smarm-benches --features smarm-platform/linux

@@ -109,6 +109,8 @@ mod engine;
 mod host;
 pub mod io;
 mod stepper;
+#[cfg(feature = "tracing")]
+mod tracing_bridge;
 
 use std::sync::Arc;
 
@@ -426,6 +428,10 @@ pub use smarm_core::otp::local::ActorLocal;
 #[doc(inline)]
 pub use smarm_core::Actor;
 
+/// Runtime events for a tracer of your own (spawns, exits, stop requests,
+/// restarts); the `tracing` feature installs one that forwards them to the
+/// `tracing` ecosystem.
+pub use smarm_core::kernel::trace;
 /// ```
 /// let answer = smarm::run(|| {
 ///     struct Echo(smarm::InboxAddr<u32>);
@@ -613,6 +619,8 @@ pub(crate) fn build_parts(
     smarm_platform::linux::install_overflow_handler()
         .map_err(|e| RunError::Platform(format!("cannot install the stack-overflow handler: {e}")))?;
     host::install_panic_hook();
+    #[cfg(feature = "tracing")]
+    tracing_bridge::install();
     let platform = Arc::new(LinuxPlatform::new().map_err(|e| RunError::Platform(e.to_string()))?);
     let parts =
         RuntimeParts::new(config, platform.clone(), &host::HOOKS, drivers).map_err(RunError::Build)?;

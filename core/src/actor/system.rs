@@ -340,6 +340,11 @@ impl Payload for Install {
                     parent: cell.parent(),
                 };
                 local.mark_runnable(dest, cell);
+                crate::kernel::trace::emit(|| crate::kernel::trace::TraceEvent::Spawn {
+                    pid: dest,
+                    worker: local.worker,
+                    parent: info.parent,
+                });
                 if let Some(extension) = ActorSystem::get(shared).and_then(ActorSystem::extension) {
                     extension.on_spawn(&info);
                 }

@@ -32,4 +32,5 @@ pub mod spin;
 pub mod state;
 pub mod time;
 pub mod timer;
+pub mod trace;
 pub mod worker;

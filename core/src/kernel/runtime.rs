@@ -42,6 +42,7 @@ use crate::kernel::slab::{
 };
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::state::{State, Unpark};
+use crate::kernel::trace::{self, TraceEvent};
 use crate::kernel::worker::{Worker, WorkerStats};
 /// Per-worker shared state: the producer side of its ingress rings.
 pub(crate) struct WorkerShared {
@@ -393,6 +394,8 @@ impl Shared {
         let claimed = slot.state.claim(generation);
         debug_assert!(claimed.is_ok(), "free-list slot {index} was not Vacant");
         let pid = Pid::from_parts(index, generation);
+        // Before it can run: its Spawn comes before its Exit.
+        trace::emit(|| TraceEvent::Spawn { pid, worker, parent: crate::kernel::process::self_pid() });
         self.route_spawn(worker, index);
         Ok(pid)
     }
@@ -739,6 +742,7 @@ impl Shared {
             let _ =
                 slot.stop.compare_exchange(STOP_NONE, STOP_REQUESTED, Ordering::AcqRel, Ordering::Acquire);
         }
+        trace::emit(|| TraceEvent::StopRequested { pid });
         self.unpark_for_stop(pid);
         Ok(())
     }
@@ -778,7 +782,11 @@ impl Shared {
                 cold.finalized = true;
                 let joiners = core::mem::take(&mut cold.joiners);
                 let reclaim = !cold.handle;
+                let traced = trace::enabled().then(|| cold.exit.clone().unwrap_or(ExitReason::Normal));
                 drop(cold);
+                if let Some(reason) = &traced {
+                    trace::emit(|| TraceEvent::Exit { pid, reason });
+                }
                 // Before the joiners wake: `live` is exact when `join`
                 // returns.
                 self.live.fetch_sub(1, Ordering::AcqRel);
@@ -795,6 +803,7 @@ impl Shared {
             let reason = cold.exit.clone().unwrap_or(ExitReason::Normal);
             (reason, core::mem::take(&mut cold.death_hooks))
         };
+        trace::emit(|| TraceEvent::Exit { pid, reason: &reason });
         for (_, hook) in hooks {
             hook(self, pid, &reason);
         }

@@ -94,6 +94,7 @@ use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::time::Instant;
+use crate::kernel::trace::{self, TraceEvent};
 use crate::otp::link::{self, ExitSignal};
 use crate::otp::monitor::{self, Monitor};
 use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
@@ -876,6 +877,10 @@ impl State {
                 }
             }
             return Ok(());
+        }
+        if let Some(supervisor) = process::self_pid() {
+            let child = &self.children[index].spec.name;
+            trace::emit(|| TraceEvent::Restart { supervisor, child, pid: running.pid, reason: &reason });
         }
         self.charge_restart()?;
         let cycled: Vec<usize> = match self.strategy {
