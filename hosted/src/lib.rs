@@ -90,7 +90,7 @@
 //! board. A port implements one trait, `smarm_platform::Platform` (stacks,
 //! clock, parking), supplies `HostHooks` and drives the workers from its
 //! boot loop. The repository's `PORTING.md` walks through a port, and
-//! `platform-plain/` is a complete one in 162 lines.
+//! `platform-plain/` is a complete one in 146 lines.
 //!
 //! # Thread-locals
 //!

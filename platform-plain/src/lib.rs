@@ -10,7 +10,8 @@
 //! - **Parking** is one [`Mutex`] and [`Condvar`] shared by every driver of
 //!   the platform: a driver sleeps on the condition variable until its
 //!   token holds a wake or its deadline passes.
-//! - **No readiness**: every `poll_*` call is [`PollError::Unsupported`].
+//! - **No readiness**: the `poll_*` methods keep their defaults, which
+//!   answer [`PollError::Unsupported`](smarm_platform::PollError::Unsupported).
 //! - **Overflow reports** go to standard error, then the process aborts.
 //!
 //! No `epoll`, no futex, no `mmap`: what it needs, any std target has.
@@ -31,8 +32,7 @@ use std::time::{Duration, Instant};
 
 use smarm_platform::conformance::Capabilities;
 use smarm_platform::{
-    Event, Interest, Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, PollError, RawFd, Stack,
-    StackError, StackGuard, STACK_CANARY,
+    Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, Stack, StackError, StackGuard, STACK_CANARY,
 };
 
 /// Alignment of every stack (the SysV and AAPCS64 call alignment).
@@ -143,21 +143,5 @@ impl Platform for PlainPlatform {
         let _guard = self.sleepers.lock().unwrap_or_else(PoisonError::into_inner);
         token.state.store(1, Ordering::Release);
         self.wake.notify_all();
-    }
-
-    fn poll_register(&self, _fd: RawFd, _token: u64, _interest: Interest) -> Result<(), PollError> {
-        Err(PollError::Unsupported)
-    }
-
-    fn poll_modify(&self, _fd: RawFd, _token: u64, _interest: Interest) -> Result<(), PollError> {
-        Err(PollError::Unsupported)
-    }
-
-    fn poll_deregister(&self, _fd: RawFd) -> Result<(), PollError> {
-        Err(PollError::Unsupported)
-    }
-
-    fn poll(&self, _events: &mut [Event], _timeout: Option<Nanos>) -> Result<usize, PollError> {
-        Err(PollError::Unsupported)
     }
 }

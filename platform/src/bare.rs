@@ -13,7 +13,8 @@
 //!   [`Board::wait_for_event`], repeat. `unpark` sets the token and calls
 //!   [`Board::send_event`]. The token holds only 0 (empty) and 1 (wake
 //!   pending).
-//! - **No readiness**: every `poll_*` call is [`PollError::Unsupported`].
+//! - **No readiness**: the `poll_*` methods keep their defaults, which
+//!   answer [`PollError::Unsupported`](crate::PollError::Unsupported).
 //! - **Overflow reports** go to [`Board::write`], and the program ends with
 //!   [`Board::exit`]`(`[`OVERFLOW_EXIT_STATUS`]`)`.
 
@@ -23,10 +24,7 @@ use core::ptr::NonNull;
 
 use crate::sync::Ordering;
 use crate::STACK_CANARY;
-use crate::{
-    Event, Interest, Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, PollError, RawFd, Stack,
-    StackError, StackGuard,
-};
+use crate::{Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, Stack, StackError, StackGuard};
 
 /// What a bare-metal image supplies to the `bare` platform: a clock, a
 /// console and a way to end. Everything else (stacks, parking) the backend
@@ -148,21 +146,5 @@ impl<B: Board> Platform for BarePlatform<B> {
         // consumes the wake.
         token.state.store(1, Ordering::Release);
         self.board.send_event();
-    }
-
-    fn poll_register(&self, _fd: RawFd, _token: u64, _interest: Interest) -> Result<(), PollError> {
-        Err(PollError::Unsupported)
-    }
-
-    fn poll_modify(&self, _fd: RawFd, _token: u64, _interest: Interest) -> Result<(), PollError> {
-        Err(PollError::Unsupported)
-    }
-
-    fn poll_deregister(&self, _fd: RawFd) -> Result<(), PollError> {
-        Err(PollError::Unsupported)
-    }
-
-    fn poll(&self, _events: &mut [Event], _timeout: Option<Nanos>) -> Result<usize, PollError> {
-        Err(PollError::Unsupported)
     }
 }

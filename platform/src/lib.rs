@@ -342,15 +342,30 @@ pub trait Platform: Send + Sync + 'static {
 
     /// Registers `fd` for readiness `interest`, reported with `token`.
     /// Registrations are one-shot: after an event fires, `modify` re-arms.
-    fn poll_register(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError>;
+    /// Default: [`PollError::Unsupported`] (a platform without readiness
+    /// implements none of the four `poll` methods).
+    fn poll_register(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
+        let _ = (fd, token, interest);
+        Err(PollError::Unsupported)
+    }
 
-    /// Re-arms / changes a registration.
-    fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError>;
+    /// Re-arms / changes a registration. Default: [`PollError::Unsupported`].
+    fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
+        let _ = (fd, token, interest);
+        Err(PollError::Unsupported)
+    }
 
-    /// Removes a registration.
-    fn poll_deregister(&self, fd: RawFd) -> Result<(), PollError>;
+    /// Removes a registration. Default: [`PollError::Unsupported`].
+    fn poll_deregister(&self, fd: RawFd) -> Result<(), PollError> {
+        let _ = fd;
+        Err(PollError::Unsupported)
+    }
 
     /// Waits up to `timeout` (None = forever, Some(0) = don't block) for
-    /// readiness events; fills `events` and returns how many.
-    fn poll(&self, events: &mut [Event], timeout: Option<Nanos>) -> Result<usize, PollError>;
+    /// readiness events; fills `events` and returns how many. Default:
+    /// [`PollError::Unsupported`].
+    fn poll(&self, events: &mut [Event], timeout: Option<Nanos>) -> Result<usize, PollError> {
+        let _ = (events, timeout);
+        Err(PollError::Unsupported)
+    }
 }
