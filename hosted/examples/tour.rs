@@ -14,7 +14,7 @@
 //! 5. Handler actors: a thousand actors spread over the workers pass a
 //!    token around a ring; a table shows each worker's actor statistics.
 //!
-//! Run: `cargo run --release -p smarm --example tour`
+//! Run: `cargo run --release --example tour`
 //! (`-- --quick` shrinks every size a hundredfold, for CI and debug builds).
 
 use std::collections::HashMap;
