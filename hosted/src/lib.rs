@@ -604,7 +604,7 @@ impl std::error::Error for RunError {}
 /// (which also loads the debug information). 64 KiB leaves room for that
 /// and for the process's own frames, and costs only address space: stacks
 /// are committed page by page as they are touched. The core alone would
-/// accept 16 KiB ([`smarm_core::MIN_STACK_SIZE`]), which a panic with a
+/// accept 16 KiB ([`smarm_core::MIN_BARE_STACK_SIZE`]), which a panic with a
 /// backtrace overflows.
 pub const MIN_STACK_SIZE: usize = 64 * 1024;
 

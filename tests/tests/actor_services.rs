@@ -698,3 +698,96 @@ fn per_worker_extensions_are_distinct_on_the_engine() {
     assert_eq!(ext.spawned.lock().unwrap()[0].worker, 2);
     engine.wait();
 }
+
+struct Panicking;
+
+impl WorkerExtension for Panicking {
+    fn has_pending_work(&self) -> bool {
+        true
+    }
+    fn on_tick(&mut self, _ctx: &mut WorkerCtx<'_>) -> bool {
+        panic!("extension fails");
+    }
+}
+
+struct MakesPanicking;
+
+impl RuntimeExtension for MakesPanicking {
+    fn create_worker_extension(&self, _worker: usize) -> Option<Box<dyn WorkerExtension>> {
+        Some(Box::new(Panicking))
+    }
+}
+
+#[test]
+fn a_panicking_extension_leaves_no_current_worker_behind() {
+    for workers in [1, 4] {
+        let mut s = Stepper::new(Config { worker_count: workers, ..Config::default() }).unwrap();
+        s.runtime().set_extension(Arc::new(MakesPanicking)).unwrap();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.try_tick()));
+        assert!(unwound.is_err(), "the extension's panic reaches the stepper's caller");
+        // Off every pass again: the thread names no worker and no process.
+        assert_eq!(smarm::current_worker(), None);
+        assert_eq!(smarm::self_pid(), None);
+        drop(s);
+        assert_eq!(smarm::current_worker(), None, "no pointer to a freed worker");
+    }
+}
+
+/// An actor that only exists.
+struct Idle;
+
+impl Actor for Idle {
+    type Msg = ();
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, _msg: ()) {}
+}
+
+/// Admin commands sent at once after a spawn on the caller's own worker
+/// (installed at the end of the pass) wait for the install, like mail.
+fn admin_right_after_a_local_spawn(drive: Drive) {
+    drive.run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let t = smarm::spawn_actor(Tally { n: 7, parent_of: None }).unwrap();
+        assert!(rt.suspend(t.pid()).wait().unwrap(), "suspend finds the new actor");
+        assert!(rt.resume(t.pid()).wait().unwrap());
+        let u = smarm::spawn_actor(Tally { n: 8, parent_of: None }).unwrap();
+        assert_eq!(rt.with_state(&u, |s: &mut Tally| s.n).wait().unwrap(), Some(8));
+        let v = smarm::spawn_actor(Idle).unwrap();
+        let m = smarm::monitor(v.pid());
+        rt.stop_actor(v.pid(), ExitReason::Other("admin".into())).unwrap();
+        assert_eq!(m.rx.recv().unwrap().reason, ExitReason::Other("admin".into()));
+        for addr in [t.pid(), u.pid()] {
+            rt.stop_actor(addr, ExitReason::Stopped).unwrap();
+        }
+        wait_until("every actor ended", || rt.live() == 1);
+    });
+}
+drive_tests!(admin_right_after_a_local_spawn => admin_right_after_a_local_spawn_is_held_1, admin_right_after_a_local_spawn_is_held_4, admin_right_after_a_local_spawn_is_held_engine);
+
+/// Actors ended from outside their pass (a stop request, an exit signal)
+/// leave the published statistics exact once their workers are idle.
+fn stats_after_ends_from_outside(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let me = smarm::self_pid().unwrap();
+        let total =
+            |f: fn(&smarm::ActorStats) -> u64| (0..workers).map(|w| f(&rt.actor_stats(w))).sum::<u64>();
+        let mut downs = Vec::new();
+        for w in 0..workers {
+            let a = rt.spawn_actor_on(w, Idle).unwrap();
+            let b = rt.spawn_actor_on(w, Idle).unwrap();
+            let c = rt.spawn_actor_on(w, Idle).unwrap();
+            wait_until("installed", || rt.inspect(c.pid()).wait().unwrap().is_some());
+            downs.extend([a.pid(), b.pid(), c.pid()].map(smarm::monitor));
+            rt.request_stop(a.pid()).unwrap();
+            rt.exit(me, b.pid(), ExitReason::Killed).unwrap();
+            rt.exit(me, c.pid(), ExitReason::Other("gone".into())).unwrap();
+        }
+        for m in downs {
+            m.rx.recv().unwrap();
+        }
+        let n = 3 * workers as u64;
+        wait_until("stats exact on idle workers", || total(|s| s.actors) == 0 && total(|s| s.stopped) == n);
+    });
+}
+drive_tests!(stats_after_ends_from_outside => stats_are_exact_after_ends_from_outside_1, stats_are_exact_after_ends_from_outside_4, stats_are_exact_after_ends_from_outside_engine);

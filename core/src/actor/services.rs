@@ -333,6 +333,7 @@ impl Runtime {
             Some(worker) => route_admin(
                 &self.shared,
                 worker,
+                None,
                 Box::new(move |env: &Env<'_>| {
                     let _ = reply.send(crate::actor::system::info(env, pid));
                 }),
@@ -352,6 +353,7 @@ impl Runtime {
         route_admin(
             &self.shared,
             worker,
+            Some(pid),
             Box::new(move |env: &Env<'_>| crate::actor::system::stop_now(env, pid, reason)),
         );
         Ok(())
@@ -374,6 +376,7 @@ impl Runtime {
             Some(worker) => route_admin(
                 &self.shared,
                 worker,
+                Some(pid),
                 Box::new(move |env: &Env<'_>| {
                     let _ = reply.send(crate::actor::system::set_suspended(env, pid, on));
                 }),
@@ -400,6 +403,7 @@ impl Runtime {
             Some(worker) => route_admin(
                 &self.shared,
                 worker,
+                Some(pid),
                 Box::new(move |env: &Env<'_>| {
                     let mut f = Some(f);
                     let result = crate::actor::system::with_actor(env, pid, &mut |any: &mut dyn Any| {
@@ -448,6 +452,7 @@ impl Runtime {
             route_admin(
                 &self.shared,
                 worker,
+                None,
                 Box::new(move |env: &Env<'_>| {
                     let mine = each(env);
                     let done = {

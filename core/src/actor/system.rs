@@ -116,6 +116,9 @@ pub(crate) struct ActorSystem {
 impl ActorSystem {
     /// The runtime's actor system, installed on first use.
     pub(crate) fn of(shared: &Shared) -> &ActorSystem {
+        if let Some(system) = Self::get(shared) {
+            return system;
+        }
         let workers = shared.workers.len();
         let started = shared.platform.now();
         let system = shared.install_plugin(|| ActorSystem {
@@ -357,11 +360,25 @@ impl Payload for Install {
 }
 
 /// A command run on the worker's driver, in the admin step of its pass.
-pub(crate) struct AdminCmd(pub(crate) Box<dyn FnOnce(&Env<'_>) + Send>);
+pub(crate) struct AdminCmd {
+    command: Box<dyn FnOnce(&Env<'_>) + Send>,
+    /// Whether the command is about its envelope's target: such a command
+    /// is held, like mail, while that actor is reserved but not installed
+    /// (a spawn on the caller's own worker installs at the end of the
+    /// pass), so it is never run against an actor that does not exist yet.
+    targeted: bool,
+}
 
 impl Payload for AdminCmd {
-    fn deliver(self, _dest: Pid, local: &Local, shared: &Shared) -> Result<(), Self> {
-        (self.0)(&Env { local, shared });
+    fn deliver(self, dest: Pid, local: &Local, shared: &Shared) -> Result<(), Self> {
+        if self.targeted {
+            // SAFETY: deliveries run on the worker's driver in the pass,
+            // outside every handler.
+            if let Lookup::Pending(_) = unsafe { lookup(shared, local, dest) } {
+                return Err(self);
+            }
+        }
+        (self.command)(&Env { local, shared });
         Ok(())
     }
 }
@@ -549,11 +566,20 @@ pub(crate) fn route_install(shared: &Shared, worker: usize, envelope: Envelope) 
     }
 }
 
-/// Queues `command` on `worker`'s admin queue.
-pub(crate) fn route_admin(shared: &Shared, worker: usize, command: Box<dyn FnOnce(&Env<'_>) + Send>) {
+/// Queues `command` on `worker`'s admin queue. With a `target`, the
+/// command waits for that actor's install if it is not installed yet, in
+/// order with the target's mail.
+pub(crate) fn route_admin(
+    shared: &Shared,
+    worker: usize,
+    target: Option<Pid>,
+    command: Box<dyn FnOnce(&Env<'_>) + Send>,
+) {
     let system = ActorSystem::of(shared);
     let _np = NoPreempt::new();
-    Envelope::new(Pid::from_parts(0, 0), AdminCmd(command)).push_onto(&system.ingress[worker].admin);
+    let dest = target.unwrap_or(Pid::from_parts(0, 0));
+    Envelope::new(dest, AdminCmd { command, targeted: target.is_some() })
+        .push_onto(&system.ingress[worker].admin);
     shared.notify(worker);
 }
 
@@ -816,6 +842,10 @@ impl WorkerPlugin for ActorSystem {
 
     fn woken(&self, shared: &Shared, state: &dyn Any, pid: Pid) -> Option<ExitReason> {
         let local = state.downcast_ref::<Local>()?;
+        // An end decided here changes the counters outside the busy part
+        // of a pass: the plugin's share of this same pass, idle or not,
+        // publishes them.
+        local.counters.unpublished.set(true);
         {
             let mut ending = local.ending.borrow_mut();
             if let Some(i) = ending.iter().position(|(p, _)| *p == pid) {

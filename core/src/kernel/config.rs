@@ -51,7 +51,7 @@ pub struct Config {
     /// Usable bytes of each process stack. Default 256 KiB (lazily
     /// committed: a process that touches one page costs one page).
     ///
-    /// At least [`MIN_STACK_SIZE`] (16 KiB), and at least what the host
+    /// At least [`MIN_BARE_STACK_SIZE`] (16 KiB), and at least what the host
     /// asks for: a host runs a panicking process's panic machinery on the
     /// process's own stack, and std's — the panic hook with backtrace
     /// capture and symbolisation, `RUST_BACKTRACE=1` or `full` — was
@@ -165,26 +165,27 @@ pub const MAX_WORKERS: usize = 1024;
 /// `SpawnError::OutOfMemory`, never an abort.
 pub const MAX_ACTORS: usize = crate::kernel::slab::SEGMENTS_MAX_LEN;
 
-/// The smallest `stack_size` the core accepts from any host: room for the
+/// The smallest `stack_size` the core accepts from any host (a bare-metal
+/// host, which does not unwind, needs no more): room for the
 /// process entry, the switch and the exit path, with margin. Hosts may ask
 /// for more ([`Config::validate_with_min_stack`]); see `Config::stack_size`.
-pub const MIN_STACK_SIZE: usize = 16 * 1024;
+pub const MIN_BARE_STACK_SIZE: usize = 16 * 1024;
 
 /// The pool bound used when `Config::stack_pool_max` is `None`.
 pub const DEFAULT_STACK_POOL_MAX: usize = 16_384;
 
 impl Config {
     /// Checks the configuration against the core's own limits
-    /// (`stack_size` at least [`MIN_STACK_SIZE`]).
+    /// (`stack_size` at least [`MIN_BARE_STACK_SIZE`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.validate_with_min_stack(MIN_STACK_SIZE)
+        self.validate_with_min_stack(MIN_BARE_STACK_SIZE)
     }
 
     /// Checks the configuration, with `stack_size` at least `min_stack`
-    /// (and never below [`MIN_STACK_SIZE`]): for hosts whose processes need
+    /// (and never below [`MIN_BARE_STACK_SIZE`]): for hosts whose processes need
     /// more stack than the core does.
     pub fn validate_with_min_stack(&self, min_stack: usize) -> Result<(), ConfigError> {
-        let minimum = min_stack.max(MIN_STACK_SIZE);
+        let minimum = min_stack.max(MIN_BARE_STACK_SIZE);
         if self.worker_count == 0 {
             return Err(ConfigError::NoWorkers);
         }

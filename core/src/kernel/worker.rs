@@ -273,9 +273,23 @@ impl Worker {
         let hooks = core.shared.hooks;
         let previous = (hooks.get_current)();
         (hooks.set_current)(self.core.as_ptr().cast());
-        let did = pass(core, &core.shared);
-        (hooks.set_current)(previous);
-        did
+        // Restored on every way out of the pass, an unwinding panic from a
+        // host extension included: a pointer left behind would name this
+        // worker after it is freed.
+        let _restore = RestoreCurrent { set_current: hooks.set_current, previous };
+        pass(core, &core.shared)
+    }
+}
+
+/// Puts the thread's previous current-worker pointer back when dropped.
+struct RestoreCurrent {
+    set_current: fn(*mut ()),
+    previous: *mut (),
+}
+
+impl Drop for RestoreCurrent {
+    fn drop(&mut self) {
+        (self.set_current)(self.previous);
     }
 }
 
