@@ -1149,3 +1149,73 @@ fn engine_shutdown_stops_actors() {
     }
     assert_eq!(rt.live(), 0);
 }
+
+// ------------------------------------------------------------- causality
+
+/// What the first actor of a causal chain is told.
+enum Causal {
+    Setup(u32),
+    Hello(u32),
+}
+
+/// Records the order of `Setup` and `Hello` per trial.
+struct Configured {
+    seen: Arc<Mutex<Vec<(bool, u32)>>>,
+}
+
+impl Actor for Configured {
+    type Msg = Causal;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, msg: Causal) {
+        let entry = match msg {
+            Causal::Setup(i) => (true, i),
+            Causal::Hello(i) => (false, i),
+        };
+        self.seen.lock().unwrap().push(entry);
+    }
+}
+
+/// On `i`, says hello to the configured actor.
+struct Starter {
+    target: Addr<Configured>,
+}
+
+impl Actor for Starter {
+    type Msg = u32;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, i: u32) {
+        self.target.send(Causal::Hello(i)).unwrap();
+    }
+}
+
+/// A process sends `Setup` to an actor on its own worker, then `Go` to an
+/// actor on another worker whose handler sends `Hello` to the first:
+/// `Setup` is handled first in every trial, whether the process waits at
+/// once or works a while first.
+fn causal_chain(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let b = smarm::spawn_actor(Configured { seen: seen.clone() }).unwrap();
+        let rt = smarm::current_runtime().unwrap();
+        let c = rt.spawn_actor_on(common::next_worker(workers), Starter { target: b.clone() }).unwrap();
+        let trials = 200u32;
+        for i in 0..trials {
+            b.send(Causal::Setup(i)).unwrap();
+            c.send(i).unwrap();
+            if i % 2 == 0 {
+                // Work a while before waiting, so the hello is back first.
+                let start = std::time::Instant::now();
+                while start.elapsed() < Duration::from_micros(50) {
+                    std::hint::spin_loop();
+                }
+            }
+            wait_until("both handled", || seen.lock().unwrap().len() == 2 * (i as usize + 1));
+        }
+        let seen = seen.lock().unwrap().clone();
+        for (i, pair) in seen.chunks(2).enumerate() {
+            assert_eq!(pair, [(true, i as u32), (false, i as u32)], "trial {i}: setup before hello");
+        }
+        b.stop().unwrap();
+        c.stop().unwrap();
+    });
+}
+drive_tests!(causal_chain => setup_then_start_keeps_causal_order_1, setup_then_start_keeps_causal_order_4, setup_then_start_keeps_causal_order_engine);

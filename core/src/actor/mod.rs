@@ -42,15 +42,22 @@
 //! handle, a thread outside the runtime) moves one envelope into the
 //! target worker's transfer queue and wakes its driver. The message is
 //! moved, never cloned. Per (sender, target) pair, messages arrive in the
-//! order they were sent; across senders the order is unspecified. A
+//! order they were sent; across senders the order is unspecified, except
+//! that causality is kept: a process that sends `a` to an actor on its
+//! own worker and then sends `b` anywhere else, after which a handler
+//! reached through `b` writes `c` to the first actor, has `a` handled
+//! before `c` (what processes sent is delivered before the mail from other
+//! workers). "Configure by message, then start" works. A
 //! successful send means the runtime accepted the message: a stop, a panic
 //! or a type mismatch may still keep it from being handled (each counted
 //! in the worker's statistics).
 //!
 //! # The pass
 //!
-//! Each pass of a worker, after its processes: drain the spawn, admin and
-//! transfer queues (each at most `worker_ingress_budget` entries); run
+//! Each pass of a worker, after its processes: drain the spawn and admin
+//! queues, deliver what the processes staged in `pending_local`, drain
+//! the transfer queue (each drain at most `worker_ingress_budget`
+//! entries); run
 //! each runnable actor for up to `actor_message_budget` entries; install
 //! the actors its handlers spawned; deliver `pending_local`; publish
 //! statistics. A worker with nothing to do parks like one without actors.

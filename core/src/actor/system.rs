@@ -583,6 +583,25 @@ pub(crate) fn route_admin(
     shared.notify(worker);
 }
 
+/// Delivers what was sent on this worker to its own actors and staged in
+/// `pending_local`. Returns whether there was any.
+fn deliver_pending_local(local: &Local, shared: &Shared) -> bool {
+    let mut pending = core::mem::take(&mut *local.pending_local.borrow_mut());
+    if pending.is_empty() {
+        return false;
+    }
+    for envelope in pending.drain(..) {
+        deliver_or_hold(envelope, local, shared);
+    }
+    // Keep the buffer's capacity for the next pass (unless a delivery
+    // staged more meanwhile).
+    let mut staged = local.pending_local.borrow_mut();
+    if staged.is_empty() {
+        core::mem::swap(&mut *staged, &mut pending);
+    }
+    true
+}
+
 /// Drains up to `budget` envelopes of `queue` into their targets. Returns
 /// how many it took.
 fn drain(queue: &Mpsc, budget: usize, local: &Local, shared: &Shared) -> usize {
@@ -781,6 +800,12 @@ impl WorkerPlugin for ActorSystem {
         //    then transfers — each drain bounded by the ingress budget.
         did |= drain(&ingress.spawn, budget, local, shared) > 0;
         did |= drain(&ingress.admin, budget, local, shared) > 0;
+        // What this worker's processes sent to its actors since the last
+        // pass goes in before the mail from other workers: a process that
+        // sends to a local actor and then to a remote one, whose handler
+        // writes back to the first, must see its message arrive first
+        // (happened-before holds along such chains).
+        did |= deliver_pending_local(local, shared);
         let transfers = drain(&ingress.transfer, budget, local, shared);
         bump(&local.counters.transfers_in, transfers as u64);
         did |= transfers > 0;
@@ -811,19 +836,7 @@ impl WorkerPlugin for ActorSystem {
         }
 
         // 5. Same-worker sends, eligible from the next pass.
-        let mut pending = core::mem::take(&mut *local.pending_local.borrow_mut());
-        for envelope in pending.drain(..) {
-            did = true;
-            deliver_or_hold(envelope, local, shared);
-        }
-        // Keep the buffer's capacity for the next pass (unless a delivery
-        // staged more meanwhile).
-        {
-            let mut staged = local.pending_local.borrow_mut();
-            if staged.is_empty() {
-                core::mem::swap(&mut *staged, &mut pending);
-            }
-        }
+        did |= deliver_pending_local(local, shared);
 
         // 6. Statistics: every 16th busy pass, and on the first idle one.
         if let Some(began) = began {
