@@ -564,9 +564,11 @@ impl<M> fmt::Display for ActorSendError<M> {
 impl<M> core::error::Error for ActorSendError<M> {}
 
 fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), ActorSendError<M>> {
-    deposit(shared, Envelope::new(pid, Msg(msg))).map_err(|system::NoActor(envelope)| {
-        ActorSendError::NoActor(envelope.take::<Msg<M>>().map(|Msg(m)| m).unwrap_or_else(|| unreachable!()))
-    })
+    // The target is looked up before anything is allocated: a send to a
+    // dead actor hands the message straight back.
+    let Some(worker) = shared.stackless_worker(pid) else { return Err(ActorSendError::NoActor(msg)) };
+    system::deposit_on(shared, worker, Envelope::new(pid, Msg(msg)));
+    Ok(())
 }
 
 fn spawn_in<A: Actor>(

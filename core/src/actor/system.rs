@@ -520,26 +520,34 @@ pub(crate) struct NoActor(pub(crate) Envelope);
 /// wake for its driver).
 pub(crate) fn deposit(shared: &Shared, envelope: Envelope) -> Result<(), NoActor> {
     let Some(worker) = shared.stackless_worker(envelope.dest()) else { return Err(NoActor(envelope)) };
+    deposit_on(shared, worker, envelope);
+    Ok(())
+}
+
+/// Routes `envelope` to `worker`, the worker of its (live) target, with
+/// one look at the calling thread's current worker.
+pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
     // Preemption off: a push into a RefCell the driver also uses, or a
     // producer cut half-way through the queue, must not be switched out.
     let _np = NoPreempt::new();
     let mut envelope = Some(envelope);
-    Local::with_current(shared, worker, |local| {
-        if let Some(envelope) = envelope.take() {
-            local.pending_local.borrow_mut().push(envelope);
+    let on_a_worker = Local::with_any(shared, |local| {
+        if local.worker == worker {
+            if let Some(envelope) = envelope.take() {
+                local.pending_local.borrow_mut().push(envelope);
+            }
             bump(&local.counters.local_sends, 1);
+        } else {
+            bump(&local.counters.cross_sends, 1);
         }
     });
     if let Some(envelope) = envelope {
-        let system = ActorSystem::of(shared);
-        let counted = Local::with_any(shared, |local| bump(&local.counters.cross_sends, 1));
-        if counted.is_none() {
+        if on_a_worker.is_none() {
             count_external(shared);
         }
-        envelope.push_onto(&system.ingress[worker].transfer);
+        envelope.push_onto(&ActorSystem::of(shared).ingress[worker].transfer);
         shared.notify(worker);
     }
-    Ok(())
 }
 
 /// Counts a send from a thread that drives no worker.
