@@ -5,6 +5,8 @@
 #   sync    imports only kernel
 #   otp     imports kernel and sync
 #   actor   imports kernel, sync and otp
+#   inside kernel: a leaf file imports no scheduler file (runtime, worker,
+#   process, join, slab, single) beyond the edges already listed below
 #
 # Every path that names a layer is checked — `use crate::otp::…`,
 # `crate::sync::channel::channel()` in an expression, and intra-doc links —
@@ -47,7 +49,31 @@ for f in "$src"/*.rs; do
     esac
 done
 
+# Inside the kernel: the scheduler proper (the files below) may import
+# anything in the kernel; every other kernel file is a leaf and may not
+# name a scheduler file. The edges listed in `known_upward` predate this
+# rule and are being removed; any other leaf-to-scheduler edge fails.
+scheduler="runtime worker process join slab single"
+known_upward=" asan>slab asan>worker config>slab coop>process current>worker exit>join host>worker plugin>runtime preempt>worker ring/intrusive>slab ring/intrusive/loom_models>slab "
+sched_re="crate::kernel::($(echo "$scheduler" | tr ' ' '|'))\\b"
+while IFS= read -r file; do
+    rel="${file#"$src/kernel/"}"
+    rel="${rel%.rs}"
+    top="${rel%%/*}"
+    case " $scheduler " in *" $top "*) continue ;; esac
+    while IFS= read -r target; do
+        [ -n "$target" ] || continue
+        case "$known_upward" in
+            *" $rel>$target "*) ;;
+            *)
+                echo "layer rule: kernel leaf core/src/kernel/$rel.rs names the scheduler's $target" >&2
+                status=1
+                ;;
+        esac
+    done < <(grep -oE "$sched_re" "$file" | sed 's/crate::kernel:://' | sort -u)
+done < <(find "$src/kernel" -name '*.rs' | sort)
+
 if [ "$status" -eq 0 ]; then
-    echo "layer rule holds: kernel <- sync <- otp <- actor"
+    echo "layer rule holds: kernel <- sync <- otp <- actor; kernel leaves name no new scheduler file"
 fi
 exit "$status"
