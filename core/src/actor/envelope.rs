@@ -9,12 +9,11 @@
 //! cloned, and dropped exactly once.
 
 use alloc::boxed::Box;
-use core::any::TypeId;
 use core::ptr::NonNull;
 
-use crate::actor::queue::{Link, Mpsc};
 use crate::actor::system::Local;
 use crate::kernel::pid::Pid;
+use crate::kernel::ring::mpsc::{Link, Mpsc};
 use crate::kernel::runtime::Shared;
 
 /// What a worker does with one envelope's payload.
@@ -39,8 +38,6 @@ struct Kind {
     deliver: unsafe fn(NonNull<Header>, &Local, &Shared) -> bool,
     /// Frees the node (and its payload, if still there).
     free: unsafe fn(NonNull<Header>),
-    /// The payload's type.
-    payload: fn() -> TypeId,
 }
 
 #[repr(C)]
@@ -51,8 +48,7 @@ struct Node<P> {
 }
 
 impl<P: Payload> Node<P> {
-    const KIND: &'static Kind =
-        &Kind { deliver: deliver_node::<P>, free: free_node::<P>, payload: TypeId::of::<P> };
+    const KIND: &'static Kind = &Kind { deliver: deliver_node::<P>, free: free_node::<P> };
 }
 
 /// Delivers a node's payload and frees the node, or puts the payload back.
@@ -128,19 +124,6 @@ impl Envelope {
         } else {
             Err(Envelope(header))
         }
-    }
-
-    /// Takes the payload back out, if it is a `P`.
-    pub(crate) fn take<P: Payload>(self) -> Option<P> {
-        // SAFETY: we own the live node.
-        let kind = unsafe { self.0.as_ref() }.kind;
-        if (kind.payload)() != TypeId::of::<P>() {
-            return None;
-        }
-        let node = self.0.cast::<Node<P>>().as_ptr();
-        // SAFETY: the kind says the node is a `Node<P>`; we own it, and
-        // dropping `self` afterwards frees it without the payload.
-        unsafe { (*node).payload.take() }
     }
 
     /// Pushes the envelope onto `queue`.

@@ -96,7 +96,6 @@
 pub(crate) mod cell;
 pub(crate) mod envelope;
 pub mod inbox;
-pub(crate) mod queue;
 pub mod services;
 pub(crate) mod system;
 

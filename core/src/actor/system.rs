@@ -14,7 +14,6 @@ use core::cell::{Cell as StdCell, RefCell};
 use crate::actor::cell::{ErasedCell, Item, Signal};
 use crate::actor::envelope::{Envelope, Payload};
 use crate::actor::inbox::ErasedInbox;
-use crate::actor::queue::Mpsc;
 use crate::actor::services::{
     ActorInfo, ActorStatus, ProcessInfo, RemoteSink, RuntimeExtension, SpawnInfo, WorkerCtx, WorkerExtension,
 };
@@ -24,6 +23,7 @@ use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
+use crate::kernel::ring::mpsc::Mpsc;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::spin::RuntimeMutex;
 use alloc::collections::BTreeMap;
@@ -512,14 +512,15 @@ pub(crate) fn with_actor<R>(
     result
 }
 
-/// Why a deposit failed: the envelope back.
-pub(crate) struct NoActor(pub(crate) Envelope);
+/// Why a deposit failed: the target is not a live actor (the envelope
+/// and its payload are dropped).
+pub(crate) struct NoActor;
 
 /// Routes `envelope` to its target's worker: `pending_local` when the
 /// caller drives that worker, else the worker's transfer queue (and a
 /// wake for its driver).
 pub(crate) fn deposit(shared: &Shared, envelope: Envelope) -> Result<(), NoActor> {
-    let Some(worker) = shared.stackless_worker(envelope.dest()) else { return Err(NoActor(envelope)) };
+    let Some(worker) = shared.stackless_worker(envelope.dest()) else { return Err(NoActor) };
     deposit_on(shared, worker, envelope);
     Ok(())
 }

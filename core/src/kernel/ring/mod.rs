@@ -65,6 +65,7 @@ use core::ops::{Deref, DerefMut};
 mod intrusive;
 pub mod locked;
 pub mod mpmc;
+pub(crate) mod mpsc;
 pub mod striped;
 
 pub use intrusive::WAKE_RING_CAPACITY;

@@ -1,5 +1,6 @@
-//! The per-worker ingress queue of handler actors: an intrusive,
-//! unbounded, multi-producer single-consumer list of envelopes.
+//! An intrusive, unbounded, multi-producer single-consumer list: the
+//! per-worker ingress queues of handler actors carry their envelopes
+//! through it.
 //!
 //! Producers (any thread: another worker, a process, a plain thread) link
 //! a node in with one `swap` and one store; the owning worker's pass is the
