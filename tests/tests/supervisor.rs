@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use smarm::{
-    ChildInfo, ChildSpec, ExitReason, Receiver, Restart, Sender, SpawnError, StartError, Strategy,
-    Supervisor, SupervisorError, SupervisorRef,
+    Child, ChildInfo, ChildSpec, ExitReason, ExitSignal, Receiver, Restart, Sender, Shutdown, SpawnError,
+    StartError, Strategy, Supervisor, SupervisorError, SupervisorRef,
 };
 
 /// What the test tells a child to do.
@@ -464,3 +464,126 @@ fn dynamic_children(drive: Drive) {
 }
 
 drive_tests!(dynamic_children => children_added_at_run_time_and_start_failures, children_added_at_run_time_and_start_failures_on_4_workers, children_added_at_run_time_and_start_failures_on_4_threads);
+
+/// Whether the trace holds `event`.
+fn traced(trace: &Trace, event: &str) -> bool {
+    trace.lock().unwrap().iter().any(|e| e == event)
+}
+
+/// A child whose graceful stop does nothing, so a `Shutdown::Timeout`
+/// kills it. Its cleanup (run as the kill unwinds it) waits until `stop a`
+/// is traced, or 50 ms, and then traces `cleaned b`.
+fn unstoppable_b(kids: &Kids) -> ChildSpec {
+    let kids = kids.clone();
+    ChildSpec::new("b", move || {
+        let (trace, started) = (kids.trace.clone(), kids.started.clone());
+        let worker = kids.placed.fetch_add(1, Ordering::Relaxed) % kids.workers;
+        let handle = smarm::spawn_on(worker, move || {
+            struct Cleanup(Trace);
+            impl Drop for Cleanup {
+                fn drop(&mut self) {
+                    let deadline = smarm::now().unwrap() + ms(50);
+                    while !traced(&self.0, "stop a") && smarm::now().unwrap() < deadline {
+                        smarm::yield_now();
+                    }
+                    record(&self.0, "cleaned b");
+                }
+            }
+            let _cleanup = Cleanup(trace);
+            let _ = started.send("b".to_string());
+            loop {
+                smarm::sleep(Duration::from_secs(60));
+            }
+        })?;
+        Ok::<_, StartError>(Child::with_stop(handle.pid(), || {}))
+    })
+}
+
+/// OTP waits for the 'DOWN' after killing a child at its shutdown timeout
+/// before it stops the next one: the killed child's cleanup finishes before
+/// its older sibling is stopped.
+fn timeout_kill_awaited(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let (kids, started) = Kids::new(workers);
+        let sup = Supervisor::new()
+            .child(kids.spec("a"))
+            .child(unstoppable_b(&kids).shutdown(Shutdown::Timeout(ms(500))))
+            .start()
+            .unwrap();
+        await_starts(&started, &["a", "b"]);
+        kids.take();
+        let children = pids(&sup);
+        let watch_b = smarm::monitor(children[1].unwrap());
+        sup.stop().unwrap();
+        assert_eq!(kids.take(), strings(&["cleaned b", "stop a"]), "a was stopped while b still cleaned up");
+        assert_eq!(watch_b.rx.recv().unwrap().reason, ExitReason::Killed);
+        assert!(all_dead(&children));
+    });
+}
+
+drive_tests!(timeout_kill_awaited => a_child_killed_at_its_timeout_is_awaited_before_the_next_is_stopped, a_child_killed_at_its_timeout_is_awaited_on_4_workers, a_child_killed_at_its_timeout_is_awaited_on_4_threads);
+
+/// A plain child that traps exits. It traces `signal NAME` when the exit
+/// signal arrives and hands the signal over on `signals`; then a
+/// `stubborn` one carries on (and traces `stop NAME` when killed), a polite
+/// one traces `return NAME` and returns.
+fn trapper(kids: &Kids, name: &str, stubborn: bool, signals: Sender<ExitSignal>) -> ChildSpec {
+    let kids = kids.clone();
+    let name = name.to_string();
+    ChildSpec::new(name.clone(), move || {
+        let (trace, started, signals, me) =
+            (kids.trace.clone(), kids.started.clone(), signals.clone(), name.clone());
+        let worker = kids.placed.fetch_add(1, Ordering::Relaxed) % kids.workers;
+        smarm::spawn_on(worker, move || {
+            let exits = smarm::trap_exit().unwrap();
+            let mut guard = OnStop { trace: trace.clone(), name: me.clone(), armed: true };
+            let _ = started.send(me.clone());
+            let signal = exits.recv().unwrap();
+            record(&trace, format!("signal {me}"));
+            let _ = signals.send(signal);
+            if stubborn {
+                loop {
+                    smarm::sleep(Duration::from_secs(60));
+                }
+            }
+            guard.armed = false;
+            record(&trace, format!("return {me}"));
+        })
+    })
+}
+
+/// OTP shuts a child down with exit(Child, shutdown): a child trapping
+/// exits gets the signal as a message and may clean up and end on its own;
+/// one that does not end is killed when its timeout expires.
+fn trapping_child_shutdown(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let (kids, started) = Kids::new(workers);
+        let (signals_tx, signals) = smarm::channel();
+        let sup = Supervisor::new()
+            .child(
+                trapper(&kids, "polite", false, signals_tx.clone()).shutdown(Shutdown::Timeout(ms(10_000))),
+            )
+            .child(trapper(&kids, "stubborn", true, signals_tx).shutdown(Shutdown::Timeout(ms(100))))
+            .start()
+            .unwrap();
+        await_starts(&started, &["polite", "stubborn"]);
+        kids.take();
+        let children = pids(&sup);
+        let watches: Vec<_> = children.iter().map(|pid| smarm::monitor(pid.unwrap())).collect();
+        sup.stop().unwrap();
+        assert_eq!(
+            kids.take(),
+            strings(&["signal stubborn", "stop stubborn", "signal polite", "return polite"]),
+            "a trapping child was not sent the shutdown exit signal"
+        );
+        let shutdown = ExitSignal { from: sup.pid(), reason: ExitReason::Other("shutdown".into()) };
+        assert_eq!(signals.try_iter().collect::<Vec<_>>(), vec![shutdown.clone(), shutdown]);
+        assert_eq!(watches[0].rx.recv().unwrap().reason, ExitReason::Normal);
+        assert_eq!(watches[1].rx.recv().unwrap().reason, ExitReason::Killed);
+        assert!(all_dead(&children));
+    });
+}
+
+drive_tests!(trapping_child_shutdown => a_trapping_child_is_sent_a_shutdown_exit_signal, a_trapping_child_is_sent_a_shutdown_exit_signal_on_4_workers, a_trapping_child_is_sent_a_shutdown_exit_signal_on_4_threads);

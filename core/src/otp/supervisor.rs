@@ -56,24 +56,38 @@
 //!
 //! A [`ChildSpec`] names a child and holds its start function, called in the
 //! supervisor process at every (re)start. It returns anything that becomes a
-//! [`Child`]: a [`JoinHandle`] (stopped with `request_stop`), a
-//! [`SupervisorRef`] (stopped gracefully, with its own ordered shutdown), a
+//! [`Child`]: a [`JoinHandle`] (stopped with the exit signal
+//! `ExitReason::Other("shutdown")`, see below), a [`SupervisorRef`] (stopped
+//! gracefully, with its own ordered shutdown), a
 //! [`ServerRef`](crate::otp::gen_server::ServerRef) (stopped gracefully, so its
 //! `terminate` runs in order). [`Shutdown`] bounds how long the supervisor
 //! waits: after the timeout it kills the child (`ExitReason::Killed`, as the
-//! child's monitors see) and goes on without waiting for it to finish; the
-//! child's slot and stack come back when it does end.
+//! child's monitors see) and waits, at most as long again, for it to end
+//! before it goes on, as OTP waits for the `'DOWN'` after its kill.
+//!
+//! A plain child (one without a graceful stop of its own) is stopped as
+//! OTP's `exit(Child, shutdown)` stops it: with the exit signal
+//! `ExitReason::Other("shutdown")` ([`link::exit`]). A child that does not
+//! trap exits ends with that reason at its next observation point; one that
+//! traps exits receives it as an [`ExitSignal`] from the supervisor and may
+//! clean up and end on its own — it is killed only when its timeout
+//! expires (never, with [`Shutdown::Infinity`]). A `Transient` child that
+//! ends with this reason is not restarted.
 //!
 //! # What a kill can do
 //!
 //! Killing a process requests its stop: it unwinds (running its
 //! destructors) at its next observation point — a yield, a park,
 //! `check!()`, an allocation under the preempting allocator. A child that
-//! never reaches one cannot be ended by anyone; the supervisor still goes
-//! on after the timeout, but that child keeps its worker busy. A killed
-//! child whose cleanup is slow may still be unwinding while its
-//! replacement starts: a start that needs something the old one holds (a
-//! registered name, say) fails and is retried like any failed start.
+//! never reaches one cannot be ended by anyone, and this is the known limit
+//! of the wait after a kill: where OTP waits for the `'DOWN'` without a
+//! bound, the supervisor waits at most the child's timeout again, then goes
+//! on; that child keeps its worker busy. So does a killed child whose
+//! cleanup outlasts that second wait (and a [`Shutdown::Brutal`] one, which
+//! is not waited for): it may still be unwinding while the next child is
+//! stopped, or while its replacement starts — a start that needs something
+//! the old one holds (a registered name, say) fails and is retried like any
+//! failed start.
 //!
 //! Invariant: a child is running exactly when the supervisor holds an
 //! unconsumed monitor for it; every path that consumes the Down clears the
@@ -121,7 +135,9 @@ pub enum Restart {
     #[default]
     Permanent,
     /// Restarted only after an abnormal death (anything but a normal
-    /// return, [`ExitReason::is_abnormal`]).
+    /// return, [`ExitReason::is_abnormal`]), except the supervisor's own
+    /// shutdown signal, `ExitReason::Other("shutdown")`: as OTP's
+    /// `transient`, a child that ends with `shutdown` is not restarted.
     Transient,
     /// Never restarted; forgotten once it dies.
     Temporary,
@@ -133,7 +149,7 @@ impl Restart {
     pub fn restarts_after(self, reason: &ExitReason) -> bool {
         match self {
             Restart::Permanent => true,
-            Restart::Transient => reason.is_abnormal(),
+            Restart::Transient => reason.is_abnormal() && !is_shutdown(reason),
             Restart::Temporary => false,
         }
     }
@@ -144,9 +160,12 @@ impl Restart {
 pub enum Shutdown {
     /// Kill at once (`ExitReason::Killed`) and go on without waiting.
     Brutal,
-    /// Ask gracefully (a graceful stop for servers and supervisors,
-    /// `request_stop` for a plain process), wait at most this long for it
-    /// to die, then kill it and go on without waiting.
+    /// Ask gracefully (a graceful stop for servers and supervisors, the
+    /// exit signal `ExitReason::Other("shutdown")` for a plain process),
+    /// wait at most this long for it to die, then kill it and wait at most
+    /// this long again for it to end (a process that never reaches an
+    /// observation point cannot be ended: see the module docs), then go
+    /// on.
     Timeout(Duration),
     /// Ask gracefully and wait as long as it takes (the default for a child
     /// that is itself a supervisor: its own shutdown takes what it takes).
@@ -168,7 +187,8 @@ pub struct Child {
 }
 
 impl Child {
-    /// A child known only by its pid: stopped with `request_stop`. If it
+    /// A child known only by its pid: stopped with the exit signal
+    /// `ExitReason::Other("shutdown")` (see the module docs). If it
     /// has already exited by the time the supervisor watches it, its exit
     /// reads as `NoProc` (abnormal); return a [`JoinHandle`] instead to have
     /// the real outcome.
@@ -799,14 +819,17 @@ impl State {
     }
 
     /// Stops child `index` if it runs and waits for its death, at most as
-    /// long as its [`Shutdown`] allows; then kills it and goes on.
+    /// long as its [`Shutdown`] allows; then kills it and waits for its
+    /// death at most as long again, and goes on.
     fn stop_child(&mut self, index: usize) {
         let entry = &mut self.children[index];
         let Some(Running { pid, monitor, stop, handle }) = entry.running.take() else { return };
         let ask = |stop: Option<Box<dyn FnOnce() + Send>>| match stop {
             Some(stop) => stop(),
+            // OTP's exit(Child, shutdown): a child trapping exits gets it
+            // as a message, and may clean up and end on its own.
             None => {
-                let _ = process::request_stop(pid);
+                let _ = link::exit(pid, ExitReason::Other(SHUTDOWN.into()));
             }
         };
         match entry.spec.shutdown {
@@ -815,7 +838,14 @@ impl State {
                 ask(stop);
                 match monitor.rx.recv_timeout(timeout) {
                     Ok(_) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::NotInProcess) => {}
-                    Err(RecvTimeoutError::Timeout) => kill(pid),
+                    Err(RecvTimeoutError::Timeout) => {
+                        kill(pid);
+                        // As OTP waits for the 'DOWN' after its kill: the
+                        // next child is not stopped while this one still
+                        // unwinds. Bounded, because a child that never
+                        // reaches an observation point never ends.
+                        let _ = monitor.rx.recv_timeout(timeout);
+                    }
                 }
             }
             Shutdown::Infinity => {
@@ -823,8 +853,8 @@ impl State {
                 let _ = monitor.rx.recv();
             }
         }
-        // A child that was killed and not waited for is reclaimed when it
-        // ends: dropping its handle detaches it.
+        // A child that was killed and not waited for (or not long enough)
+        // is reclaimed when it ends: dropping its handle detaches it.
         drop(handle);
     }
 
@@ -945,6 +975,16 @@ impl State {
 /// pending restart.
 const RETRY_BACKOFF: Duration = Duration::from_millis(1);
 
+/// The reason of the exit signal that stops a plain child: OTP's
+/// `shutdown`.
+const SHUTDOWN: &str = "shutdown";
+
+/// Whether `reason` is the supervisor's shutdown signal, which a
+/// `Transient` child treats as a normal end.
+fn is_shutdown(reason: &ExitReason) -> bool {
+    matches!(reason, ExitReason::Other(reason) if reason == SHUTDOWN)
+}
+
 /// Kills `pid` (`ExitReason::Killed`) without waiting for it to end.
 fn kill(pid: Pid) {
     let _ = link::exit(pid, ExitReason::Killed);
@@ -965,6 +1005,10 @@ mod tests {
             assert_eq!(policy.restarts_after(&ExitReason::Normal), normal, "{policy:?}");
             assert_eq!(policy.restarts_after(&panicked), abnormal, "{policy:?}");
             assert_eq!(policy.restarts_after(&ExitReason::Stopped), abnormal, "{policy:?}");
+            let shutdown = ExitReason::Other("shutdown".into());
+            assert_eq!(policy.restarts_after(&shutdown), policy == Restart::Permanent, "{policy:?}");
+            let other = ExitReason::Other("shutdown now".into());
+            assert_eq!(policy.restarts_after(&other), abnormal, "{policy:?}");
         }
     }
 
