@@ -101,7 +101,7 @@ step "miri (strict provenance): state word, rings, timers, slab bookkeeping"
 # Only modules whose tests neither switch stacks (inline assembly) nor call
 # the platform (mmap, clocks): miri can run neither.
 MIRIFLAGS="-Zmiri-strict-provenance" \
-  cargo +nightly miri test -p smarm-core --lib -- kernel::state:: kernel::ring:: kernel::timer:: kernel::slab::
+  cargo +nightly miri test -p smarm-core --lib -- kernel::state:: kernel::ring:: kernel::timer:: kernel::slab:: kernel::segments::
 
 step "AddressSanitizer: the integration tests (nightly, build-std, fiber annotations)"
 # `--cfg smarm_asan` compiles the core's fiber annotations

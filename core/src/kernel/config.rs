@@ -163,7 +163,7 @@ pub const MAX_WORKERS: usize = 1024;
 /// when `Config::max_actors` is `None`; memory for the slab is taken as it
 /// grows, and a segment that cannot be allocated fails that spawn with
 /// `SpawnError::OutOfMemory`, never an abort.
-pub const MAX_ACTORS: usize = crate::kernel::slab::SEGMENTS_MAX_LEN;
+pub const MAX_ACTORS: usize = crate::kernel::segments::SEGMENTS_MAX_LEN;
 
 /// The smallest `stack_size` the core accepts from any host (a bare-metal
 /// host, which does not unwind, needs no more): room for the

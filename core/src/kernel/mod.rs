@@ -26,6 +26,7 @@ pub mod process;
 mod protocol_models;
 pub mod ring;
 pub mod runtime;
+pub(crate) mod segments;
 pub mod single;
 pub(crate) mod slab;
 pub mod spin;

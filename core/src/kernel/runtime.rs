@@ -37,9 +37,8 @@ use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
 use crate::kernel::ring::{CachePadded, LockedRing, Ring, WakeQueue};
-use crate::kernel::slab::{
-    DeathHook, DeathHookId, Entry, GrowError, Segments, Slot, STOP_NONE, STOP_REQUESTED,
-};
+use crate::kernel::segments::{GrowError, Segments};
+use crate::kernel::slab::{DeathHook, DeathHookId, Entry, Slot, STOP_NONE, STOP_REQUESTED};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::state::{State, Unpark};
 use crate::kernel::trace::{self, TraceEvent};

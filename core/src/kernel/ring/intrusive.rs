@@ -10,7 +10,7 @@
 //! [`super`]). One link per slot is therefore enough to chain every
 //! process that is waiting in any queue, whatever their number: the
 //! [`IntrusiveQueue`] needs no memory of its own and cannot be full. The
-//! slab that holds the links grows (`kernel::slab::Segments`), so no queue
+//! slab that holds the links grows (`kernel::segments::Segments`), so no queue
 //! is sized to it.
 //!
 //! # The ring in front
@@ -189,7 +189,7 @@ impl WakeQueue {
 pub(crate) mod test_node {
     use super::{Linked, NIL};
     use crate::kernel::atomic::{AtomicU32, UnsafeCell};
-    use crate::kernel::slab::Segments;
+    use crate::kernel::segments::Segments;
 
     pub(crate) struct Node {
         link: AtomicU32,

@@ -4,7 +4,7 @@
 
 use super::test_node::{table, Node};
 use super::*;
-use crate::kernel::slab::Segments;
+use crate::kernel::segments::Segments;
 use alloc::vec::Vec;
 use loom::sync::Arc;
 use loom::thread;

@@ -1,4 +1,4 @@
-//! Loom models of the segmented slab: growth racing a lookup, and growth
+//! Loom models of the segmented storage: growth racing a lookup, and growth
 //! racing a push onto a wake queue whose links live in the new segment.
 //! Under loom the first segment holds two entries, so index 2 opens
 //! segment 1.
