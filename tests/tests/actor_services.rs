@@ -114,6 +114,8 @@ fn inbox_everywhere(drive: Drive) {
         let (o, _) = oracle(&rt, workers - 1);
         // Parking inside a process.
         let inbox = rt.new_inbox::<u64>();
+        // Kept alive so the inbox stays connected once the oracle drops its copy.
+        let _keep = inbox.addr();
         o.send(Q::Forward(5, inbox.addr())).unwrap();
         assert_eq!(inbox.recv().unwrap(), 5);
         assert_eq!(inbox.try_recv(), Err(smarm::actor::TryRecvError::Empty));
@@ -128,6 +130,7 @@ fn inbox_everywhere(drive: Drive) {
         let o2 = o.clone();
         let thread = std::thread::spawn(move || {
             let inbox = rt2.new_inbox::<u64>();
+            let _keep = inbox.addr();
             o2.send(Q::Forward(7, inbox.addr())).unwrap();
             let got = inbox.recv().unwrap();
             let timed_out = inbox.recv_timeout(ms(20));

@@ -40,9 +40,13 @@ struct Inner<M> {
     waiter: Waiter,
     /// The receiver is gone: sends fail.
     closed: bool,
-    /// Live senders that count (an ask's reply handle); `None`: senders
-    /// are not counted (an inbox).
+    /// Live senders that count (an ask's reply handle, an inbox's typed
+    /// addresses); `Some(0)`: nothing more can arrive. `None`: senders are
+    /// not counted (yet): an inbox before its first typed address, or one
+    /// whose uncounted untyped address was made.
     senders: Option<usize>,
+    /// An untyped address was made: senders are never counted again.
+    uncounted: bool,
     /// The ask's target died.
     target_died: bool,
 }
@@ -50,18 +54,22 @@ struct Inner<M> {
 /// One receiver's queue: the heart of both `Inbox` and `Ask`.
 pub(crate) struct Slot<M> {
     platform: Arc<dyn Platform>,
+    /// Why nothing more can arrive once the counted senders are gone.
+    orphaned: Disconnected,
     inner: RuntimeMutex<Inner<M>>,
 }
 
 impl<M: Send + 'static> Slot<M> {
-    fn new(platform: Arc<dyn Platform>, senders: Option<usize>) -> Arc<Slot<M>> {
+    fn new(platform: Arc<dyn Platform>, senders: Option<usize>, orphaned: Disconnected) -> Arc<Slot<M>> {
         Arc::new(Slot {
             platform,
+            orphaned,
             inner: RuntimeMutex::leaf(Inner {
                 queue: VecDeque::new(),
                 waiter: Waiter::None,
                 closed: false,
                 senders,
+                uncounted: false,
                 target_died: false,
             }),
         })
@@ -92,6 +100,43 @@ impl<M: Send + 'static> Slot<M> {
         }
     }
 
+    /// One more counted sender (a new typed inbox address), unless the
+    /// senders are uncounted.
+    fn add_sender(&self) {
+        let mut inner = self.inner.lock();
+        if !inner.uncounted {
+            inner.senders = Some(inner.senders.map_or(1, |n| n + 1));
+        }
+    }
+
+    /// One counted sender fewer; the last one wakes the receiver, which
+    /// then sees the disconnection. The count and the waiter change under
+    /// the one lock a parking receiver checks the count under, so a drop
+    /// racing a park either is seen before it parks or wakes it.
+    fn remove_sender(&self) {
+        let waiter = {
+            let mut inner = self.inner.lock();
+            match inner.senders.as_mut() {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    if *n > 0 {
+                        return;
+                    }
+                    core::mem::replace(&mut inner.waiter, Waiter::None)
+                }
+                _ => return,
+            }
+        };
+        self.wake(waiter);
+    }
+
+    /// An uncounted sender exists from now on: never report disconnection.
+    fn stop_counting(&self) {
+        let mut inner = self.inner.lock();
+        inner.uncounted = true;
+        inner.senders = None;
+    }
+
     /// Changes the state under the lock, then wakes the receiver.
     fn update(&self, f: impl FnOnce(&mut Inner<M>)) {
         let waiter = {
@@ -110,7 +155,7 @@ impl<M: Send + 'static> Slot<M> {
         // The more precise reason first: an ended actor drops the request
         // (and its reply handle) before its death is announced.
         if inner.senders == Some(0) {
-            return Err(TryRecvError::Disconnected(Disconnected::NoReply));
+            return Err(TryRecvError::Disconnected(self.orphaned));
         }
         if inner.target_died {
             return Err(TryRecvError::Disconnected(Disconnected::TargetDied));
@@ -201,7 +246,7 @@ impl<M: Send + 'static> Slot<M> {
             return Poll::Ready(Ok(m));
         }
         if inner.senders == Some(0) {
-            return Poll::Ready(Err(RecvError::Disconnected(Disconnected::NoReply)));
+            return Poll::Ready(Err(RecvError::Disconnected(self.orphaned)));
         }
         if inner.target_died {
             return Poll::Ready(Err(RecvError::Disconnected(Disconnected::TargetDied)));
@@ -219,6 +264,9 @@ pub enum Disconnected {
     NoReply,
     /// The asked actor died before replying.
     TargetDied,
+    /// Every typed address of the inbox ([`InboxAddr`]) has been dropped
+    /// and its queue is empty (see [`Inbox::recv`]).
+    NoSenders,
 }
 
 /// Why a receive returned no message.
@@ -253,6 +301,9 @@ impl fmt::Display for RecvError {
             }
             RecvError::Disconnected(Disconnected::TargetDied) => {
                 f.write_str("the asked actor died before replying")
+            }
+            RecvError::Disconnected(Disconnected::NoSenders) => {
+                f.write_str("every address of the inbox was dropped (its holders ended?) and it is empty")
             }
             RecvError::InHandler => {
                 f.write_str("cannot wait inside a handler: it would stall the worker (use try_recv)")
@@ -302,6 +353,13 @@ impl<M: Send + 'static> ErasedInbox for Slot<M> {
 /// runtime's inbox registry). Dropping it unregisters it: later sends get
 /// `ActorSendError::NoActor` with the message back.
 ///
+/// Like a channel's receiver, it sees when its senders are gone: the
+/// typed addresses are counted, and once every one has been dropped (their
+/// holders ended, stopped or panicked) a receive that finds the queue empty
+/// returns `Disconnected(Disconnected::NoSenders)` instead of waiting
+/// forever — see [`recv`](Inbox::recv). The untyped [`address`](Inbox::address)
+/// cannot be counted, so making one turns this off for good.
+///
 /// ```no_run
 /// # fn demo(runtime: &smarm_core::Runtime) {
 /// let inbox = runtime.new_inbox::<u64>();
@@ -325,6 +383,50 @@ impl<M: Send + 'static> fmt::Debug for Inbox<M> {
 
 impl<M: Send + 'static> Inbox<M> {
     /// Waits for the next message: parks a process, sleeps a thread.
+    ///
+    /// # Disconnection
+    ///
+    /// Every live [`InboxAddr`] — each one [`addr`](Self::addr) returns,
+    /// and each clone — counts as a sender. When the last one is dropped
+    /// (its holder ended, was stopped, or panicked and was dropped), the
+    /// messages already queued are still received, in order; after them
+    /// `recv` returns `Err(RecvError::Disconnected(Disconnected::NoSenders))`
+    /// at once instead of waiting forever, and so do
+    /// [`recv_timeout`](Self::recv_timeout), [`recv_async`](Self::recv_async)
+    /// and [`try_recv`](Self::try_recv) (as `TryRecvError::Disconnected`).
+    /// Nothing queued is lost. Rules:
+    ///
+    /// - An inbox that never had a typed address waits as before: it is
+    ///   not disconnected, it was not yet connected.
+    /// - A new [`addr`](Self::addr) after the disconnection reconnects it.
+    /// - The untyped [`address`](Self::address) is not counted (it is a
+    ///   plain routing value, cloned freely), yet it delivers: once one has
+    ///   been made, the inbox can no longer tell when its last sender is
+    ///   gone and never reports `NoSenders` — `recv` waits as it did before
+    ///   (use [`recv_timeout`](Self::recv_timeout) to bound the wait).
+    ///
+    /// ```no_run
+    /// # fn demo(runtime: &smarm_core::Runtime) {
+    /// use smarm_core::actor::{Disconnected, RecvError};
+    ///
+    /// let inbox = runtime.new_inbox::<u64>();
+    /// for n in 0..3 {
+    ///     // Each worker holds an address, sends, and drops it as it ends.
+    ///     let addr = inbox.addr();
+    ///     std::thread::spawn(move || addr.send(n).unwrap());
+    /// }
+    /// let mut sum = 0;
+    /// loop {
+    ///     match inbox.recv() {
+    ///         Ok(n) => sum += n,
+    ///         // Every address is gone and all three were received.
+    ///         Err(RecvError::Disconnected(Disconnected::NoSenders)) => break,
+    ///         Err(e) => panic!("{e}"),
+    ///     }
+    /// }
+    /// assert_eq!(sum, 3);
+    /// # }
+    /// ```
     pub fn recv(&self) -> Result<M, RecvError> {
         self.slot.recv(&self.token, None)
     }
@@ -344,13 +446,20 @@ impl<M: Send + 'static> Inbox<M> {
         InboxRecv { inbox: self }
     }
 
-    /// A typed address that sends to this inbox.
+    /// A typed address that sends to this inbox. It and its clones are
+    /// counted: see [`recv`](Self::recv#disconnection).
     pub fn addr(&self) -> InboxAddr<M> {
+        self.slot.add_sender();
         InboxAddr { slot: Arc::downgrade(&self.slot), runtime: self.runtime.clone() }
     }
 
     /// The untyped address, routed through the runtime's inbox registry.
+    ///
+    /// Untyped addresses are not counted as senders: once one has been
+    /// made, this inbox never reports `Disconnected::NoSenders` (see
+    /// [`recv`](Self::recv#disconnection)).
     pub fn address(&self) -> ActorAddress {
+        self.slot.stop_counting();
         ActorAddress::new(
             Target::Inbox(self.id),
             &self.runtime,
@@ -361,11 +470,15 @@ impl<M: Send + 'static> Inbox<M> {
 
 impl<M: Send + 'static> Drop for Inbox<M> {
     fn drop(&mut self) {
+        let mut queued = VecDeque::new();
         self.slot.update(|inner| {
             inner.closed = true;
-            inner.queue.clear();
+            queued = core::mem::take(&mut inner.queue);
         });
         crate::actor::system::ActorSystem::of(&self.runtime.shared).inboxes.lock().remove(&self.id);
+        // Dropped outside the slot's lock: a message may hold an address
+        // of this very inbox, whose drop takes that lock.
+        drop(queued);
     }
 }
 
@@ -387,7 +500,10 @@ impl<M: Send + 'static> Future for InboxRecv<'_, M> {
     }
 }
 
-/// A typed address of an [`Inbox`]: cloneable, `Send`, `Sync`.
+/// A typed address of an [`Inbox`]: cloneable, `Send`, `Sync`. It does
+/// not keep the inbox alive, but the inbox counts its live typed addresses:
+/// when the last is dropped, the inbox's receiver sees the disconnection
+/// (see [`Inbox::recv`]).
 pub struct InboxAddr<M: Send + 'static> {
     slot: Weak<Slot<M>>,
     runtime: Runtime,
@@ -395,7 +511,20 @@ pub struct InboxAddr<M: Send + 'static> {
 
 impl<M: Send + 'static> Clone for InboxAddr<M> {
     fn clone(&self) -> Self {
+        if let Some(slot) = self.slot.upgrade() {
+            slot.add_sender();
+        }
         InboxAddr { slot: self.slot.clone(), runtime: self.runtime.clone() }
+    }
+}
+
+impl<M: Send + 'static> Drop for InboxAddr<M> {
+    fn drop(&mut self) {
+        // A slot that is gone stays gone, so a clone that counted nothing
+        // (the inbox was already dropped) uncounts nothing either.
+        if let Some(slot) = self.slot.upgrade() {
+            slot.remove_sender();
+        }
     }
 }
 
@@ -429,7 +558,7 @@ pub(crate) fn count_inbox_send(shared: &Shared) {
 /// Registers a new inbox of `M` in `runtime`.
 pub(crate) fn new_inbox<M: Send + 'static>(runtime: &Runtime) -> Inbox<M> {
     let system = crate::actor::system::ActorSystem::of(&runtime.shared);
-    let slot = Slot::<M>::new(runtime.shared.platform.clone(), None);
+    let slot = Slot::<M>::new(runtime.shared.platform.clone(), None, Disconnected::NoSenders);
     let id = system.next_inbox.fetch_add(1, crate::kernel::atomic::Ordering::Relaxed);
     system.inboxes.lock().insert(id, slot.clone() as Arc<dyn ErasedInbox>);
     Inbox { slot, id, runtime: runtime.clone(), token: Arc::new(ParkToken::new()) }
@@ -536,10 +665,14 @@ impl<R: Send + 'static> Future for Ask<R> {
 impl<R: Send + 'static> Drop for Ask<R> {
     fn drop(&mut self) {
         // A late reply finds the slot closed and is dropped by its sender.
+        let mut queued = VecDeque::new();
         self.slot.update(|inner| {
             inner.closed = true;
-            inner.queue.clear();
+            queued = core::mem::take(&mut inner.queue);
         });
+        // Outside the lock: a reply may hold an inbox address, whose drop
+        // takes its inbox's lock.
+        drop(queued);
         if let Some((shared, pid, hook)) = self.watch.take() {
             if let Some(shared) = shared.upgrade() {
                 shared.remove_death_hook(pid, hook);
@@ -551,7 +684,7 @@ impl<R: Send + 'static> Drop for Ask<R> {
 /// A pending reply and the handle to send it, bound to no actor (admin
 /// replies).
 pub(crate) fn ask_detached<R: Send + 'static>(runtime: &Runtime) -> (Ask<R>, ReplyTo<R>) {
-    let slot = Slot::<R>::new(runtime.shared.platform.clone(), Some(1));
+    let slot = Slot::<R>::new(runtime.shared.platform.clone(), Some(1), Disconnected::NoReply);
     let reply = ReplyTo { slot: Some(slot.clone()) };
     (Ask { slot, token: Arc::new(ParkToken::new()), watch: None, not_sent: false }, reply)
 }
@@ -568,7 +701,7 @@ where
     R: Send + 'static,
 {
     let shared = &runtime.shared;
-    let slot = Slot::<R>::new(shared.platform.clone(), Some(1));
+    let slot = Slot::<R>::new(shared.platform.clone(), Some(1), Disconnected::NoReply);
     let pid = target.pid();
     let watched = slot.clone();
     let hook = Box::new(move |_: &Shared, _: Pid, _: &crate::kernel::exit::ExitReason| {
