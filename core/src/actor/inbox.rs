@@ -447,7 +447,7 @@ impl<M: Send + 'static> Inbox<M> {
     }
 
     /// A typed address that sends to this inbox. It and its clones are
-    /// counted: see [`recv`](Self::recv#disconnection).
+    /// counted: see [`recv`](Self::recv).
     pub fn addr(&self) -> InboxAddr<M> {
         self.slot.add_sender();
         InboxAddr { slot: Arc::downgrade(&self.slot), runtime: self.runtime.clone() }
@@ -457,7 +457,7 @@ impl<M: Send + 'static> Inbox<M> {
     ///
     /// Untyped addresses are not counted as senders: once one has been
     /// made, this inbox never reports `Disconnected::NoSenders` (see
-    /// [`recv`](Self::recv#disconnection)).
+    /// [`recv`](Self::recv)).
     pub fn address(&self) -> ActorAddress {
         self.slot.stop_counting();
         ActorAddress::new(

@@ -1,11 +1,10 @@
 //! The shared side of a runtime — the slab of slots, the stack pool, the
-//! per-worker ingress rings, death hooks, extension slots — and the
-//! cloneable [`Runtime`] handle.
+//! per-worker ingress rings, spawn and wake routing, the stackless API,
+//! extension slots — and its construction. How a process ends (finalize,
+//! reclaim, death hooks) is in `kernel::death`; the methods of the public
+//! [`Runtime`] handle are in `kernel::handle`.
 //!
 //! Invariants kept here:
-//! - Finalize order: exit reason set and `Done` under the slot lock →
-//!   stack recycled → death hooks → joiners woken → slot reclaimed only
-//!   when no handle is outstanding.
 //! - A process sits in at most one ready queue or wake/spawn queue at a time
 //!   (the state word's `Queued` transition is what entitles a push), so the
 //!   intrusive lists behind the rings need one link per slot and can never
@@ -32,13 +31,12 @@ use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::extension::Extensions;
 use crate::kernel::host::{self, HostHooks};
-use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
 use crate::kernel::ring::{CachePadded, LockedRing, Ring, WakeQueue};
 use crate::kernel::segments::{GrowError, Segments};
-use crate::kernel::slab::{DeathHook, DeathHookId, Entry, Slot, STOP_NONE, STOP_REQUESTED};
+use crate::kernel::slab::{Entry, Slot, STOP_NONE, STOP_REQUESTED};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::state::{State, Unpark};
 use crate::kernel::trace::{self, TraceEvent};
@@ -130,32 +128,32 @@ pub(crate) struct Shared {
     pub(crate) slots: Segments<Slot>,
     /// Indices of reclaimed slots, reused before the slab grows. Its
     /// capacity is kept at least the slab's length (see `grow`).
-    free: RuntimeMutex<Vec<u32>>,
+    pub(super) free: RuntimeMutex<Vec<u32>>,
     /// Most slots in use at once: `Config::max_actors`, or `MAX_ACTORS`.
-    limit: usize,
-    stacks: RuntimeMutex<Vec<Stack>>,
+    pub(super) limit: usize,
+    pub(super) stacks: RuntimeMutex<Vec<Stack>>,
     pub(crate) workers: Box<[WorkerShared]>,
     /// One per driver, each in its own cache block: a driver spins reading
     /// its token while other drivers swap theirs, and tokens packed into one
     /// line would move that line between CPUs at every hand-off.
     pub(crate) tokens: Box<[CachePadded<ParkToken>]>,
     /// Processes spawned and not yet finalized.
-    live: AtomicUsize,
+    pub(super) live: AtomicUsize,
     /// Work outstanding outside any worker (io in flight): holds the
     /// runtime open like a live process does.
-    external: AtomicUsize,
+    pub(super) external: AtomicUsize,
     /// The host has finished with the runtime: spawns are refused.
-    closed: AtomicBool,
-    rr: AtomicUsize,
+    pub(super) closed: AtomicBool,
+    pub(super) rr: AtomicUsize,
     /// `config.timeslice` in `Arch::timestamp` ticks.
     pub(crate) timeslice_ticks: u64,
     /// Source of death-hook ids (and so of monitor ids).
-    next_hook: AtomicU64,
+    pub(super) next_hook: AtomicU64,
     /// Per-runtime values of the layers above the kernel.
-    extensions: Extensions,
+    pub(super) extensions: Extensions,
     /// The worker plugin (handler actors) once installed: a boxed `Arc`,
     /// set once, freed with the runtime.
-    plugin: AtomicPtr<Arc<dyn WorkerPlugin>>,
+    pub(super) plugin: AtomicPtr<Arc<dyn WorkerPlugin>>,
 }
 
 impl fmt::Debug for Shared {
@@ -323,7 +321,7 @@ impl Shared {
     /// A fresh slot index for a spawn, with the free-list lock held: the
     /// slab grows by one slot (and by a segment when the slot opens one),
     /// unless the cap is reached.
-    fn grow(&self, free: &mut Vec<u32>) -> Result<u32, SpawnError> {
+    pub(super) fn grow(&self, free: &mut Vec<u32>) -> Result<u32, SpawnError> {
         let len = self.slots.len();
         if len >= self.limit {
             return Err(SpawnError::Full);
@@ -400,7 +398,7 @@ impl Shared {
     }
 
     /// Takes a vacant slot off the free list and counts it live.
-    fn take_slot(&self) -> Result<u32, SpawnError> {
+    pub(super) fn take_slot(&self) -> Result<u32, SpawnError> {
         let mut free = self.free.lock();
         // Under the free-list lock, as `close` sets it: a spawn either
         // counts in `live` before `close` returns, or is refused.
@@ -618,7 +616,7 @@ impl Shared {
         plugin.downcast_ref::<T>()
     }
 
-    fn route_spawn(&self, worker: usize, index: u32) {
+    pub(super) fn route_spawn(&self, worker: usize, index: u32) {
         let local = current::with(|core| {
             core.is(self, worker) && {
                 core.push_spawned(index);
@@ -640,7 +638,7 @@ impl Shared {
         self.rr.fetch_add(1, Ordering::Relaxed) % self.workers.len()
     }
 
-    fn take_stack(&self) -> Result<Stack, smarm_platform::StackError> {
+    pub(super) fn take_stack(&self) -> Result<Stack, smarm_platform::StackError> {
         if let Some(stack) = self.stacks.lock().pop() {
             return Ok(stack);
         }
@@ -677,7 +675,7 @@ impl Shared {
     }
 
     /// The wildcard wake, for `request_stop` only.
-    fn unpark_for_stop(&self, pid: Pid) {
+    pub(super) fn unpark_for_stop(&self, pid: Pid) {
         let Some(slot) = self.slot(pid.index()) else { return };
         if slot.state.unpark(pid.generation()) == Unpark::Enqueue {
             self.enqueue(slot, pid.index());
@@ -686,7 +684,7 @@ impl Shared {
 
     /// Puts a process that just became `Queued` on its worker's queue: the
     /// local ready queue when we are its driver, else its wake ring.
-    fn enqueue(&self, slot: &Slot, index: u32) {
+    pub(super) fn enqueue(&self, slot: &Slot, index: u32) {
         let worker = slot.worker.load(Ordering::Relaxed);
         let local = current::with(|core| {
             core.is(self, worker) && {
@@ -757,160 +755,14 @@ impl Shared {
         self.extensions.get_or_init(init)
     }
 
-    /// Runs the finalize sequence for a process that has switched out for
-    /// the last time. Called by its worker's driver.
-    pub(crate) fn finalize(&self, index: u32, generation: u32) {
-        let slot = self.slot_at(index);
-        let pid = Pid::from_parts(index, generation);
-        // SAFETY: the process is Done and will never run again; its worker
-        // (the caller) owns the body.
-        let (stack, low_water) = unsafe {
-            let body = &mut *slot.body.get();
-            (body.stack.take(), body.low_water)
-        };
-        if let Some(stack) = stack {
-            self.trim_if_deep(&stack, low_water);
-            self.recycle_stack(stack);
-        }
-        let (reason, hooks) = {
-            let mut cold = slot.cold.lock();
-            if cold.death_hooks.is_empty() {
-                // Nobody to notify (the common case): everything the three
-                // steps below do under the lock happens in this one section.
-                cold.notified = true;
-                cold.finalized = true;
-                let joiners = core::mem::take(&mut cold.joiners);
-                let reclaim = !cold.handle;
-                let traced = trace::enabled().then(|| cold.exit.clone().unwrap_or(ExitReason::Normal));
-                drop(cold);
-                if let Some(reason) = &traced {
-                    trace::emit(|| TraceEvent::Exit { pid, reason });
-                }
-                // Before the joiners wake: `live` is exact when `join`
-                // returns.
-                self.live.fetch_sub(1, Ordering::AcqRel);
-                for (joiner, epoch) in joiners {
-                    self.unpark_at(joiner, epoch);
-                }
-                if reclaim {
-                    self.reclaim(index, generation);
-                }
-                return;
-            }
-            // The exit reason was set (under this lock) by the exiting
-            // process; from then on no death hook can be added.
-            let reason = cold.exit.clone().unwrap_or(ExitReason::Normal);
-            (reason, core::mem::take(&mut cold.death_hooks))
-        };
-        trace::emit(|| TraceEvent::Exit { pid, reason: &reason });
-        for (_, hook) in hooks {
-            hook(self, pid, &reason);
-        }
-        // Notifications are out: joiners may go. Those that arrive from now
-        // on return at once; those that came before are taken here.
-        // Before anyone can see the process as ended (`notified`): `live`
-        // is exact when `join` returns.
-        self.live.fetch_sub(1, Ordering::AcqRel);
-        let joiners = {
-            let mut cold = slot.cold.lock();
-            cold.notified = true;
-            core::mem::take(&mut cold.joiners)
-        };
-        for (joiner, epoch) in joiners {
-            self.unpark_at(joiner, epoch);
-        }
-        // Last: mark finalized and decide, in the same critical section as
-        // the handle's drop decides, which of the two reclaims.
-        let reclaim = {
-            let mut cold = slot.cold.lock();
-            cold.finalized = true;
-            !cold.handle
-        };
-        if reclaim {
-            self.reclaim(index, generation);
-        }
-    }
-
-    /// Releases the deep pages of a recycled stack when the process was
-    /// seen below the high-water mark (`stack_keep_resident` from the top)
-    /// at a switch out. Shallow processes — nearly all — cost no syscall.
-    /// Depth reached and left between two switches is not seen; such a
-    /// stack keeps its pages until a later process on it is seen deep.
-    fn trim_if_deep(&self, stack: &Stack, low_water: usize) {
-        let mark = (stack.top() as usize).saturating_sub(self.config.stack_keep_resident);
-        if low_water < mark {
-            self.platform.trim_stack(stack, self.config.stack_keep_resident);
-        }
-    }
-
-    /// Returns a finalized slot with no outstanding handle to the free list.
-    pub(crate) fn reclaim(&self, index: u32, generation: u32) {
-        let slot = self.slot_at(index);
-        let unjoined = {
-            let mut cold = slot.cold.lock();
-            debug_assert!(cold.finalized && !cold.handle);
-            // A value nobody joined is dropped after the lock (its
-            // destructor may take locks).
-            let unjoined = cold.value.take();
-            // SAFETY: finalized and unhandled: no one else touches the body.
-            unsafe { slot.reset(&mut cold) };
-            // The generation moves on under the slot lock (see request_stop).
-            let reclaimed = slot.state.reclaim(generation);
-            debug_assert!(reclaimed.is_ok(), "reclaim of a slot that is not Done({generation})");
-            unjoined
-        };
-        drop(unjoined);
-        self.free.lock().push(index);
-    }
-
-    /// Registers a death hook on a live process and returns its id; `Err`
-    /// with the hook back if the process has already died (or the pid is
-    /// stale).
-    pub(crate) fn on_death(&self, pid: Pid, hook: DeathHook) -> Result<DeathHookId, DeathHook> {
-        let Some(slot) = self.slot(pid.index()) else { return Err(hook) };
-        let id = DeathHookId(self.next_hook_id());
-        let mut cold = slot.cold.lock();
-        let snap = slot.state.snapshot();
-        if snap.generation() != pid.generation() || snap.state() == State::Vacant || cold.exit.is_some() {
-            return Err(hook);
-        }
-        cold.death_hooks.push((id, hook));
-        Ok(id)
-    }
-
-    /// Removes death hook `id` from `pid`; `true` if it was removed before
-    /// it ran (it never will), `false` if it has run, is running, or was
-    /// never there.
-    pub(crate) fn remove_death_hook(&self, pid: Pid, id: DeathHookId) -> bool {
-        let Some(slot) = self.slot(pid.index()) else { return false };
-        let removed = {
-            let mut cold = slot.cold.lock();
-            if slot.state.snapshot().generation() != pid.generation() {
-                return false;
-            }
-            let position = cold.death_hooks.iter().position(|(hook, _)| *hook == id);
-            // `remove`, not `swap_remove`: hooks run in registration order.
-            position.map(|i| cold.death_hooks.remove(i).1)
-        };
-        // Dropped outside the slot lock: a hook's captures may take locks.
-        removed.is_some()
-    }
-
-    /// Whether `pid` names a process that has not been finalized.
-    pub(crate) fn is_alive(&self, pid: Pid) -> bool {
-        let Some(slot) = self.slot(pid.index()) else { return false };
-        let snap = slot.state.snapshot();
-        snap.generation() == pid.generation() && !matches!(snap.state(), State::Vacant | State::Done)
-    }
-
     /// Slots that can still be taken: the cap less the slots in use.
-    fn free_slots(&self) -> usize {
+    pub(super) fn free_slots(&self) -> usize {
         let free = self.free.lock();
         let in_use = self.slots.len() - free.len();
         self.limit - in_use
     }
 
-    fn pooled_stacks(&self) -> usize {
+    pub(super) fn pooled_stacks(&self) -> usize {
         self.stacks.lock().len()
     }
 }
@@ -945,173 +797,6 @@ impl Drop for Shared {
 #[derive(Clone, Debug)]
 pub struct Runtime {
     pub(crate) shared: Arc<Shared>,
-}
-
-impl Runtime {
-    /// Spawns `f` as a process on the next worker, round-robin. Its return
-    /// value is what [`JoinHandle::join`] gives back.
-    pub fn spawn<T, F>(&self, f: F) -> Result<JoinHandle<T>, SpawnError>
-    where
-        T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
-    {
-        let worker = self.shared.next_worker();
-        JoinHandle::spawn(&self.shared, worker, f)
-    }
-
-    /// Spawns `f` as a process on worker `worker`.
-    pub fn spawn_on<T, F>(&self, worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
-    where
-        T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
-    {
-        JoinHandle::spawn(&self.shared, worker, f)
-    }
-
-    /// Asks `pid` to stop: it unwinds at its next observation point (a
-    /// yield, `check!()`, or the wake-up of any park) and ends as
-    /// `Stopped`. The only wildcard wake.
-    pub fn request_stop(&self, pid: Pid) -> Result<(), NoProc> {
-        self.shared.request_stop(pid)
-    }
-
-    /// Whether `pid` is alive (not yet finalized).
-    pub fn is_alive(&self, pid: Pid) -> bool {
-        self.shared.is_alive(pid)
-    }
-
-    /// Processes spawned and not yet finalized. Exact as seen by a process
-    /// whose `join` has just returned: the joined process no longer counts.
-    pub fn live(&self) -> usize {
-        self.shared.live()
-    }
-
-    /// Work outside any worker that holds the runtime open (io in flight).
-    pub fn external(&self) -> usize {
-        self.shared.external()
-    }
-
-    /// Marks one piece of external work started (io). Pair with
-    /// [`Runtime::external_done`].
-    pub fn external_begin(&self) {
-        self.shared.external.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// Marks one piece of external work finished.
-    pub fn external_done(&self) {
-        self.shared.external.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Refuses every spawn from now on (`SpawnError::Closed`), for a host
-    /// that has finished with the runtime. A spawn that raced with the call
-    /// either was refused or counts in [`live`](Runtime::live) when this
-    /// returns, so a host that closes, then waits until the runtime is
-    /// finished, leaves no process behind. Irreversible.
-    pub fn close(&self) {
-        let _free = self.shared.free.lock();
-        self.shared.closed.store(true, Ordering::Release);
-    }
-
-    /// Whether [`close`](Runtime::close) was called.
-    pub fn is_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
-    }
-
-    /// Whether the runtime has nothing left to do: no live process and no
-    /// external work.
-    pub fn is_finished(&self) -> bool {
-        self.shared.live() == 0 && self.shared.external() == 0
-    }
-
-    /// Number of workers.
-    pub fn worker_count(&self) -> usize {
-        self.shared.workers.len()
-    }
-
-    /// The configuration the runtime was built with.
-    pub fn config(&self) -> &Config {
-        &self.shared.config
-    }
-
-    /// The platform the runtime runs on.
-    pub fn platform(&self) -> &Arc<dyn Platform> {
-        &self.shared.platform
-    }
-
-    /// The park token worker `worker`'s driver sleeps on.
-    pub fn park_token(&self, worker: usize) -> &ParkToken {
-        &self.shared.tokens[self.shared.workers[worker].token]
-    }
-
-    /// Statistics of worker `worker`, as of its last completed pass.
-    pub fn stats(&self, worker: usize) -> crate::kernel::worker::StatsSnapshot {
-        self.shared.workers[worker].stats.snapshot()
-    }
-
-    /// Supervisor restarts made on worker `worker` so far.
-    pub fn restarts(&self, worker: usize) -> u64 {
-        self.shared.workers.get(worker).map_or(0, |w| w.restarts.load(Ordering::Relaxed))
-    }
-
-    /// Sends an administrative command to a worker; `false` if its admin
-    /// ring is full (try again after its next pass) or there is no such
-    /// worker.
-    pub fn admin(&self, worker: usize, command: Admin) -> bool {
-        let Some(w) = self.shared.workers.get(worker) else { return false };
-        let ok = w.admin.push(command).is_ok();
-        if ok {
-            // Release: a pass that sees the count sees the command.
-            w.admin_pending.fetch_add(1, Ordering::Release);
-        }
-        if ok {
-            self.shared.notify(worker);
-        }
-        ok
-    }
-
-    /// Requests a stop of every live process on every worker.
-    pub fn stop_all(&self) {
-        for worker in 0..self.worker_count() {
-            while !self.admin(worker, Admin::StopAll) {
-                smarm_arch::Native::spin_hint();
-            }
-        }
-    }
-
-    /// Slots that can still be taken before a spawn is
-    /// `SpawnError::Full`: [`max_actors`](Runtime::max_actors) less the
-    /// processes whose slots are in use (for tests and diagnostics). Equal
-    /// to `max_actors()` once every process is gone and every handle
-    /// dropped.
-    pub fn free_slots(&self) -> usize {
-        self.shared.free_slots()
-    }
-
-    /// Slots the slab has made so far: the most in use at once, since the
-    /// runtime was built. Their segments are kept (reclaimed slots are
-    /// reused) until the runtime is dropped; see [`slab_bytes`](Runtime::slab_bytes).
-    pub fn slab_len(&self) -> usize {
-        self.shared.slots.len()
-    }
-
-    /// Bytes of address space the slab's segments take (allocated room,
-    /// used or not; pages never touched are not resident). Kept until the
-    /// runtime is dropped.
-    pub fn slab_bytes(&self) -> usize {
-        self.shared.slots.allocated_len() * core::mem::size_of::<Slot>()
-    }
-
-    /// Stacks waiting in the pool (for tests and diagnostics).
-    pub fn pooled_stacks(&self) -> usize {
-        self.shared.pooled_stacks()
-    }
-
-    /// The most processes alive at once: `Config::max_actors` when set,
-    /// else [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS), the pid
-    /// index space.
-    pub fn max_actors(&self) -> usize {
-        self.shared.limit
-    }
 }
 
 #[cfg(all(test, not(loom)))]

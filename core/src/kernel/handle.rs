@@ -1,0 +1,182 @@
+//! The public [`Runtime`] handle: spawning through it, stops, exits and
+//! what it reports of the running system.
+
+use alloc::sync::Arc;
+
+use smarm_arch::Arch;
+use smarm_platform::{ParkToken, Platform};
+
+use crate::kernel::atomic::Ordering;
+use crate::kernel::config::Config;
+use crate::kernel::error::{NoProc, SpawnError};
+use crate::kernel::join::JoinHandle;
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::{Admin, Runtime};
+use crate::kernel::slab::Slot;
+
+impl Runtime {
+    /// Spawns `f` as a process on the next worker, round-robin. Its return
+    /// value is what [`JoinHandle::join`] gives back.
+    pub fn spawn<T, F>(&self, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let worker = self.shared.next_worker();
+        JoinHandle::spawn(&self.shared, worker, f)
+    }
+
+    /// Spawns `f` as a process on worker `worker`.
+    pub fn spawn_on<T, F>(&self, worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        JoinHandle::spawn(&self.shared, worker, f)
+    }
+
+    /// Asks `pid` to stop: it unwinds at its next observation point (a
+    /// yield, `check!()`, or the wake-up of any park) and ends as
+    /// `Stopped`. The only wildcard wake.
+    pub fn request_stop(&self, pid: Pid) -> Result<(), NoProc> {
+        self.shared.request_stop(pid)
+    }
+
+    /// Whether `pid` is alive (not yet finalized).
+    pub fn is_alive(&self, pid: Pid) -> bool {
+        self.shared.is_alive(pid)
+    }
+
+    /// Processes spawned and not yet finalized. Exact as seen by a process
+    /// whose `join` has just returned: the joined process no longer counts.
+    pub fn live(&self) -> usize {
+        self.shared.live()
+    }
+
+    /// Work outside any worker that holds the runtime open (io in flight).
+    pub fn external(&self) -> usize {
+        self.shared.external()
+    }
+
+    /// Marks one piece of external work started (io). Pair with
+    /// [`Runtime::external_done`].
+    pub fn external_begin(&self) {
+        self.shared.external.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Marks one piece of external work finished.
+    pub fn external_done(&self) {
+        self.shared.external.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Refuses every spawn from now on (`SpawnError::Closed`), for a host
+    /// that has finished with the runtime. A spawn that raced with the call
+    /// either was refused or counts in [`live`](Runtime::live) when this
+    /// returns, so a host that closes, then waits until the runtime is
+    /// finished, leaves no process behind. Irreversible.
+    pub fn close(&self) {
+        let _free = self.shared.free.lock();
+        self.shared.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether [`close`](Runtime::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether the runtime has nothing left to do: no live process and no
+    /// external work.
+    pub fn is_finished(&self) -> bool {
+        self.shared.live() == 0 && self.shared.external() == 0
+    }
+
+    /// Number of workers.
+    pub fn worker_count(&self) -> usize {
+        self.shared.workers.len()
+    }
+
+    /// The configuration the runtime was built with.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The platform the runtime runs on.
+    pub fn platform(&self) -> &Arc<dyn Platform> {
+        &self.shared.platform
+    }
+
+    /// The park token worker `worker`'s driver sleeps on.
+    pub fn park_token(&self, worker: usize) -> &ParkToken {
+        &self.shared.tokens[self.shared.workers[worker].token]
+    }
+
+    /// Statistics of worker `worker`, as of its last completed pass.
+    pub fn stats(&self, worker: usize) -> crate::kernel::worker::StatsSnapshot {
+        self.shared.workers[worker].stats.snapshot()
+    }
+
+    /// Supervisor restarts made on worker `worker` so far.
+    pub fn restarts(&self, worker: usize) -> u64 {
+        self.shared.workers.get(worker).map_or(0, |w| w.restarts.load(Ordering::Relaxed))
+    }
+
+    /// Sends an administrative command to a worker; `false` if its admin
+    /// ring is full (try again after its next pass) or there is no such
+    /// worker.
+    pub fn admin(&self, worker: usize, command: Admin) -> bool {
+        let Some(w) = self.shared.workers.get(worker) else { return false };
+        let ok = w.admin.push(command).is_ok();
+        if ok {
+            // Release: a pass that sees the count sees the command.
+            w.admin_pending.fetch_add(1, Ordering::Release);
+        }
+        if ok {
+            self.shared.notify(worker);
+        }
+        ok
+    }
+
+    /// Requests a stop of every live process on every worker.
+    pub fn stop_all(&self) {
+        for worker in 0..self.worker_count() {
+            while !self.admin(worker, Admin::StopAll) {
+                smarm_arch::Native::spin_hint();
+            }
+        }
+    }
+
+    /// Slots that can still be taken before a spawn is
+    /// `SpawnError::Full`: [`max_actors`](Runtime::max_actors) less the
+    /// processes whose slots are in use (for tests and diagnostics). Equal
+    /// to `max_actors()` once every process is gone and every handle
+    /// dropped.
+    pub fn free_slots(&self) -> usize {
+        self.shared.free_slots()
+    }
+
+    /// Slots the slab has made so far: the most in use at once, since the
+    /// runtime was built. Their segments are kept (reclaimed slots are
+    /// reused) until the runtime is dropped; see [`slab_bytes`](Runtime::slab_bytes).
+    pub fn slab_len(&self) -> usize {
+        self.shared.slots.len()
+    }
+
+    /// Bytes of address space the slab's segments take (allocated room,
+    /// used or not; pages never touched are not resident). Kept until the
+    /// runtime is dropped.
+    pub fn slab_bytes(&self) -> usize {
+        self.shared.slots.allocated_len() * core::mem::size_of::<Slot>()
+    }
+
+    /// Stacks waiting in the pool (for tests and diagnostics).
+    pub fn pooled_stacks(&self) -> usize {
+        self.shared.pooled_stacks()
+    }
+
+    /// The most processes alive at once: `Config::max_actors` when set,
+    /// else [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS), the pid
+    /// index space.
+    pub fn max_actors(&self) -> usize {
+        self.shared.limit
+    }
+}
