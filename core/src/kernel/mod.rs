@@ -32,6 +32,7 @@ pub(crate) mod segments;
 pub mod single;
 pub(crate) mod slab;
 pub mod spin;
+pub(crate) mod stackless;
 pub mod state;
 pub mod time;
 pub mod timer;
