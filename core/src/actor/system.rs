@@ -18,7 +18,6 @@ use crate::actor::services::{
     ActorInfo, ActorStatus, ProcessInfo, RemoteSink, RuntimeExtension, SpawnInfo, WorkerCtx, WorkerExtension,
 };
 use crate::kernel::atomic::{AtomicBool, AtomicU64, Ordering};
-use crate::kernel::current;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
@@ -26,6 +25,7 @@ use crate::kernel::preempt::NoPreempt;
 use crate::kernel::ring::mpsc::Mpsc;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::worker;
 use alloc::collections::BTreeMap;
 use smarm_arch::{Arch, Native};
 
@@ -191,7 +191,7 @@ impl Local {
     /// The calling thread's worker state if it drives `shared`'s worker
     /// `worker`, passed to `f`.
     pub(crate) fn with_current<R>(shared: &Shared, worker: usize, f: impl FnOnce(&Local) -> R) -> Option<R> {
-        current::with(|core| {
+        worker::with_core(|core| {
             if !core.is(shared, worker) {
                 return None;
             }
@@ -203,7 +203,7 @@ impl Local {
 
     /// The calling thread's worker state for `shared`, whatever worker.
     pub(crate) fn with_any<R>(shared: &Shared, f: impl FnOnce(&Local) -> R) -> Option<R> {
-        current::with(|core| {
+        worker::with_core(|core| {
             if !core.is(shared, core.id) {
                 return None;
             }

@@ -14,8 +14,8 @@
 //! is freed); `__sanitizer_finish_switch_fiber` right after a switch lands,
 //! restoring the fake stack saved by the landing context and learning the
 //! stack that was left. A process's first landing is in `process::entry`,
-//! with no fake stack to restore; it and every later landing record the
-//! driver's stack in the worker's core, which is where the process's next
+//! with no fake stack to restore; every landing returns the driver's stack,
+//! which the scheduler records in the worker's core: that is where the process's next
 //! switch out goes (a worker may change driver threads between passes, so
 //! the range is refreshed on every landing, never cached).
 //!
@@ -34,11 +34,6 @@
 use core::ffi::c_void;
 
 use smarm_platform::Stack;
-
-#[cfg(smarm_asan)]
-use crate::kernel::current;
-use crate::kernel::slab::SlotBody;
-use crate::kernel::worker::WorkerCore;
 
 #[cfg(smarm_asan)]
 extern "C" {
@@ -79,28 +74,22 @@ impl FakeStack {
     }
 }
 
-/// Before the driver switches into the process whose body is `body`.
-///
-/// # Safety
-///
-/// `body` is the slot body of the process about to run, owned by the
-/// calling worker (no reference to it is live).
+/// Before the driver switches into a process that runs on `stack` (`None`:
+/// a process without a stack of its own, which ASan cannot tell apart).
 #[inline(always)]
-pub(crate) unsafe fn driver_to_process(body: *const SlotBody) -> FakeStack {
+pub(crate) fn driver_to_process(stack: Option<&Stack>) -> FakeStack {
     #[cfg(smarm_asan)]
     {
         let mut fake = FakeStack::fresh();
-        // SAFETY: the caller's contract: the body is ours and unaliased.
-        let stack = unsafe { (*body).stack.as_ref() };
         let (bottom, size) = stack.map_or((core::ptr::null(), 0), |s| (s.bottom().cast_const(), s.size()));
         // SAFETY: the save slot is a live local; the range is the process's
-        // stack, which the slot owns while the process is live.
+        // stack, which its slot owns while the process is live.
         unsafe { __sanitizer_start_switch_fiber(&mut fake.saved, bottom.cast(), size) };
         fake
     }
     #[cfg(not(smarm_asan))]
     {
-        let _ = body;
+        let _ = stack;
         FakeStack::fresh()
     }
 }
@@ -120,15 +109,14 @@ pub(crate) fn driver_landed(fake: FakeStack) {
     let _ = fake;
 }
 
-/// Before the running process switches back to its worker's driver
-/// (`core`); `last`: the process will never be resumed, so its fake stack
-/// is freed.
+/// Before the running process switches back to its worker's driver, which
+/// runs on `driver` (as the process's last landing returned it); `last`:
+/// the process will never be resumed, so its fake stack is freed.
 #[inline(always)]
-pub(crate) fn process_to_driver(core: &WorkerCore, last: bool) -> FakeStack {
+pub(crate) fn process_to_driver(driver: StackRange, last: bool) -> FakeStack {
     #[cfg(smarm_asan)]
     {
         let mut fake = FakeStack::fresh();
-        let driver = core.driver_stack.get();
         let save: *mut *mut c_void = if last { core::ptr::null_mut() } else { &mut fake.saved };
         // SAFETY: the save slot is a live local or null (final switch); the
         // range is the driver's stack as learned at this process's last
@@ -138,16 +126,17 @@ pub(crate) fn process_to_driver(core: &WorkerCore, last: bool) -> FakeStack {
     }
     #[cfg(not(smarm_asan))]
     {
-        let _ = (core, last);
+        let _ = (driver, last);
         FakeStack::fresh()
     }
 }
 
 /// Right after a switch into a process has landed (in `process::entry` for
 /// its first run, with [`FakeStack::fresh`]): restores the process's fake
-/// stack and records the driver's stack in the current worker's core.
+/// stack and returns the driver's stack, for the process's next switch out.
 #[inline(always)]
-pub(crate) fn process_landed(fake: FakeStack) {
+#[must_use = "the driver's stack is where the next switch out goes"]
+pub(crate) fn process_landed(fake: FakeStack) -> StackRange {
     #[cfg(smarm_asan)]
     {
         let mut driver = StackRange::default();
@@ -157,10 +146,13 @@ pub(crate) fn process_landed(fake: FakeStack) {
         // out saved. The out-pointers are live locals.
         unsafe { __sanitizer_finish_switch_fiber(fake.saved, &mut bottom, &mut driver.size) };
         driver.bottom = bottom as usize;
-        current::with(|core| core.driver_stack.set(driver));
+        driver
     }
     #[cfg(not(smarm_asan))]
-    let _ = fake;
+    {
+        let _ = fake;
+        StackRange::default()
+    }
 }
 
 /// Clears whatever poison an earlier user of `stack` left in ASan's shadow

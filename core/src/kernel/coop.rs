@@ -11,24 +11,24 @@
 //! allocator.
 //!
 //! Each worker keeps one counter for the process it runs. The worker sets
-//! it to [`Config::coop_budget`](crate::kernel::config::Config::coop_budget)
+//! it to [`Config::coop_budget`](crate::Config::coop_budget)
 //! every time it resumes a process; every budgeted operation — channel
 //! sends and receives and their `try_*` forms, mutex `lock` / `try_lock`,
 //! `spawn` / `spawn_on` — calls [`spend`] first, which decrements it. The
 //! operation that finds the counter at its last unit yields (going to the
-//! back of the ready queue, like [`yield_now`](crate::kernel::process::yield_now)) before it does its work;
+//! back of the ready queue, like [`yield_now`](crate::yield_now)) before it does its work;
 //! the resume refills the counter. A process with a budget of `B` thus
 //! yields at its `B`-th budgeted operation since it was resumed; a park, a
 //! yield or a preemption in between refills it, so a process that blocks
 //! now and then never pays for the budget beyond the decrement. `0`
 //! disables it.
 //!
-//! The yield is that of [`check`](crate::kernel::process::check): never
+//! The yield is that of [`check`](crate::check): never
 //! while a wait is open (a yield would turn the state word `Queued` and
 //! lose the wake the wait expects) nor while preemption is disabled (a
 //! runtime lock may be held). An operation that finds the budget spent at
 //! such a moment does not yield, and the counter stays at its last unit so
-//! the next operation tries again. Like [`yield_now`](crate::kernel::process::yield_now), the budget yield is
+//! the next operation tries again. Like [`yield_now`](crate::yield_now), the budget yield is
 //! an observation point for `request_stop` — a sending loop can be stopped —
 //! except while the process is already unwinding (a destructor that sends
 //! during a panic): raising a stop there would abort the program, so the
@@ -51,9 +51,8 @@
 //! ```
 
 use crate::kernel::current;
-use crate::kernel::process::yield_for_budget;
 
-/// The default [`Config::coop_budget`](crate::kernel::config::Config::coop_budget):
+/// The default [`Config::coop_budget`](crate::Config::coop_budget):
 /// operations a process makes between two switches before it yields
 /// (tokio's task budget is the same size).
 pub const DEFAULT_COOP_BUDGET: u32 = 128;
@@ -64,13 +63,13 @@ pub const DEFAULT_COOP_BUDGET: u32 = 128;
 /// yield.
 #[inline]
 pub fn spend() {
-    let exhausted = current::with(|core| match core.coop_budget.get() {
+    let exhausted = current::with(|record| match record.coop_budget.get() {
         // Disabled (or, on the driver between processes, spent down: the
         // next resume refills it).
         0 => false,
         1 => true,
         left => {
-            core.coop_budget.set(left - 1);
+            record.coop_budget.set(left - 1);
             false
         }
     });
@@ -85,16 +84,15 @@ pub fn spend() {
 fn yield_spent() {
     // The same conditions as `check`'s: a yield with a wait open would lose
     // the wake; with preemption disabled a runtime lock may be held.
-    let may_yield =
-        current::with(|core| core.running.get().is_some() && core.preempt.enabled() && !core.wait_open.get());
-    if may_yield == Some(true) {
+    let yield_spent = current::with(|record| record.may_switch().then_some(record.yield_spent)).flatten();
+    if let Some(yield_spent) = yield_spent {
         // The worker refills the counter when it resumes us.
-        yield_for_budget();
+        yield_spent();
     }
 }
 
 /// The running process's budget left: `Some(n)` while a process runs on
 /// this thread (`Some(0)` when the budget is disabled), `None` elsewhere.
 pub fn remaining() -> Option<u32> {
-    current::with(|core| core.running.get().map(|_| core.coop_budget.get()))?
+    current::with(|record| record.running.get().map(|_| record.coop_budget.get()))?
 }

@@ -1,50 +1,139 @@
-//! The one door to the running worker's core.
+//! The running worker's record: what the kernel's leaves may know about the
+//! worker that drives the calling thread, without naming the scheduler.
 //!
-//! While a pass runs, the worker's `WorkerCore` is reached from two places
-//! at once: the pass itself (suspended inside `run` while a process
-//! executes) and the process, which finds the core through the host's
-//! current-worker hook. Both hold shared references; everything in the
-//! core that changes is a `Cell` or `RefCell`, so the two never conflict
-//! and a call made from inside another (an allocation that reaches a
-//! preemption check while a queue grows) is fine. Every access goes
-//! through [`with`]; the switch code uses [`core_ptr`] to reach the saved
-//! contexts.
+//! While a pass runs, its worker registers its core with the host's
+//! current-worker hook. The core is `#[repr(C)]` and starts with a
+//! [`Current`]: which process runs, the preemption-off sections and runtime
+//! locks it holds, whether it has a wait open, and its cooperative budget.
+//! The leaves (preemption guards, the budget, the runtime locks) read that
+//! record through [`with`]; the scheduler reaches the whole core through
+//! `worker::with_core`, which reads the same pointer. Both hold shared
+//! references, possibly at once (the pass is suspended inside `run` while
+//! its process executes), so every field here is a `Cell`.
 
+use core::cell::Cell;
 use core::ptr::NonNull;
 
-use crate::kernel::worker::WorkerCore;
+/// What a worker records about the code it runs, for the kernel's leaves.
+///
+/// The first field of the worker's core: a pointer registered with the
+/// host's `set_current` hook points at a `Current` (at offset zero of the
+/// core). Nothing else is ever registered.
+#[derive(Debug)]
+pub(crate) struct Current {
+    /// Slot index and generation of the running process.
+    pub(crate) running: Cell<Option<(u32, u32)>>,
+    /// Preemption-disabled sections and runtime locks held.
+    pub(crate) preempt: PreemptState,
+    /// The running process has opened a wait (`begin_wait`) and not yet
+    /// parked or retired it. No preemption then: a yield would turn the
+    /// word `Queued`, and a stamped wake landing on `Queued` is stale — the
+    /// wake would be lost.
+    pub(crate) wait_open: Cell<bool>,
+    /// The running process's cooperative budget left (`kernel::coop`):
+    /// refilled at every resume, 0 when disabled.
+    pub(crate) coop_budget: Cell<u32>,
+    /// Yields the running process for a spent budget: the scheduler's
+    /// yield, which the budget (a leaf) cannot name.
+    pub(crate) yield_spent: fn(),
+}
 
-/// The calling thread's current worker core, if a pass is running on it.
+impl Current {
+    /// A record with nothing running, for a worker whose spent-budget
+    /// yield is `yield_spent`.
+    pub(crate) fn new(yield_spent: fn()) -> Current {
+        Current {
+            running: Cell::new(None),
+            preempt: PreemptState::default(),
+            wait_open: Cell::new(false),
+            coop_budget: Cell::new(0),
+            yield_spent,
+        }
+    }
+
+    /// Whether the running process may be switched out at a check or a
+    /// budget yield: one runs, no preemption-off section is open, no wait
+    /// is open.
+    #[inline]
+    pub(crate) fn may_switch(&self) -> bool {
+        self.running.get().is_some() && self.preempt.enabled() && !self.wait_open.get()
+    }
+}
+
+/// What a worker tracks about the sections its running code is in.
+#[derive(Debug, Default)]
+pub(crate) struct PreemptState {
+    /// Nesting depth of preemption-disabled sections.
+    disabled: Cell<u32>,
+    /// Runtime leaf locks held (debug builds only).
+    pub(crate) held_leaf: Cell<u8>,
+    /// Runtime channel locks held (debug builds only).
+    pub(crate) held_channel: Cell<u8>,
+}
+
+impl PreemptState {
+    /// Opens a preemption-disabled section.
+    #[inline]
+    pub(crate) fn disable(&self) {
+        self.disabled.set(self.disabled.get() + 1);
+    }
+
+    /// Closes a preemption-disabled section.
+    #[inline]
+    pub(crate) fn enable(&self) {
+        debug_assert!(self.disabled.get() > 0, "preemption enabled more often than disabled");
+        self.disabled.set(self.disabled.get().saturating_sub(1));
+    }
+
+    /// Whether preemption is enabled (no section is open).
+    #[inline]
+    pub(crate) fn enabled(&self) -> bool {
+        self.disabled.get() == 0
+    }
+
+    /// Forgets every open section: a process abandoned without unwinding
+    /// (a bare-metal panic or stop) never drops its guards.
+    pub(crate) fn reset(&self) {
+        self.disabled.set(0);
+        self.held_leaf.set(0);
+        self.held_channel.set(0);
+    }
+}
+
+/// The pointer the calling thread's worker registered, if a pass is
+/// running on it: the address of its core, whose first field is a
+/// [`Current`].
 #[inline]
-pub(crate) fn core_ptr() -> Option<NonNull<WorkerCore>> {
+pub(crate) fn registered() -> Option<NonNull<Current>> {
     let hooks = crate::kernel::host::hooks()?;
-    NonNull::new((hooks.get_current)().cast::<WorkerCore>())
+    NonNull::new((hooks.get_current)().cast::<Current>())
 }
 
-/// Runs `f` on the current worker's core; `None` off a worker.
+/// Runs `f` on the current worker's record; `None` off a worker.
 #[inline]
-pub(crate) fn with<R>(f: impl FnOnce(&WorkerCore) -> R) -> Option<R> {
-    let core = core_ptr()?;
+pub(crate) fn with<R>(f: impl FnOnce(&Current) -> R) -> Option<R> {
+    let record = registered()?;
     // SAFETY: the pointer was registered for the pass now running on this
-    // thread and we use it within this call, inside that pass.
-    Some(f(unsafe { core_ref(core) }))
+    // thread, points at the record at the start of that worker's core, and
+    // is used within this call, inside that pass (see `record_ref`).
+    Some(f(unsafe { record_ref(record) }))
 }
 
-/// The core behind a pointer that [`core_ptr`] returned.
+/// The record behind a pointer that [`registered`] returned.
 ///
 /// # Safety
 ///
-/// `core` came from [`core_ptr`] on a thread driving its worker, and the
-/// reference is used only while that worker's pass can still be running
-/// the code that holds it: by the pass itself, or by a process of that
-/// worker (a process runs only inside its worker's pass, and one still
-/// suspended when the worker is dropped is never resumed). The core is
-/// freed only when the `Worker` drops, which needs `&mut` and so cannot
-/// happen during a pass; and it is only ever reached through shared
-/// references (its changing fields are `Cell`s), so this reference may
-/// coexist with the pass's and with any other.
+/// `record` came from [`registered`] on a thread driving its worker, and
+/// the reference is used only while that worker's pass can still be
+/// running the code that holds it: by the pass itself, or by a process of
+/// that worker (a process runs only inside its worker's pass, and one
+/// still suspended when the worker is dropped is never resumed). The core
+/// is freed only when the `Worker` drops, which needs `&mut` and so cannot
+/// happen during a pass; it is only ever reached through shared
+/// references, so this reference may coexist with the pass's and with any
+/// other.
 #[inline]
-pub(crate) unsafe fn core_ref<'a>(core: NonNull<WorkerCore>) -> &'a WorkerCore {
+pub(crate) unsafe fn record_ref<'a>(record: NonNull<Current>) -> &'a Current {
     // SAFETY: per the contract.
-    unsafe { core.as_ref() }
+    unsafe { record.as_ref() }
 }

@@ -4,9 +4,9 @@
 //! (`Normal`, `Stopped` or `Panicked`); the kernel refines `Stopped` with
 //! the reason the stop was requested with, if any (a linked process's
 //! death arrives as `Linked`); monitors, linked peers and supervisors see
-//! that same value, and [`JoinHandle::join`](crate::kernel::join::JoinHandle::join)
+//! that same value, and [`JoinHandle::join`](crate::JoinHandle::join)
 //! hands every non-normal one back inside
-//! [`JoinError::Exited`](crate::kernel::error::JoinError::Exited) through
+//! [`JoinError::Exited`](crate::JoinError::Exited) through
 //! one `From`.
 
 use alloc::boxed::Box;

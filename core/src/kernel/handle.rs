@@ -115,11 +115,6 @@ impl Runtime {
         self.shared.workers[worker].stats.snapshot()
     }
 
-    /// Supervisor restarts made on worker `worker` so far.
-    pub fn restarts(&self, worker: usize) -> u64 {
-        self.shared.workers.get(worker).map_or(0, |w| w.restarts.load(Ordering::Relaxed))
-    }
-
     /// Sends an administrative command to a worker; `false` if its admin
     /// ring is full (try again after its next pass) or there is no such
     /// worker.

@@ -24,7 +24,7 @@ pub struct HostHooks {
     /// or `Panicked`. Hosted: under `catch_unwind`, mapping the stop
     /// sentinel to `ExitReason::Stopped`. A host without unwinding calls
     /// the body and returns `Normal`; its panic handler uses
-    /// [`crate::kernel::worker::abandon_current`].
+    /// [`abandon_current`](crate::abandon_current).
     pub run_process: fn(Box<dyn FnOnce() + Send>) -> ExitReason,
     /// Ends the running process because a stop was requested. Hosted:
     /// unwinds with the stop sentinel (destructors run). Bare: abandons the

@@ -9,51 +9,9 @@
 //! held so the lock order (Leaf → Channel, one of each) is asserted at
 //! every acquisition.
 
-use core::cell::Cell;
 use core::ptr::NonNull;
 
-use crate::kernel::current;
-use crate::kernel::worker::WorkerCore;
-
-/// What a worker tracks about the sections its running code is in.
-#[derive(Debug, Default)]
-pub(crate) struct PreemptState {
-    /// Nesting depth of preemption-disabled sections.
-    disabled: Cell<u32>,
-    /// Runtime leaf locks held (debug builds only).
-    held_leaf: Cell<u8>,
-    /// Runtime channel locks held (debug builds only).
-    held_channel: Cell<u8>,
-}
-
-impl PreemptState {
-    /// Opens a preemption-disabled section.
-    #[inline]
-    pub(crate) fn disable(&self) {
-        self.disabled.set(self.disabled.get() + 1);
-    }
-
-    /// Closes a preemption-disabled section.
-    #[inline]
-    pub(crate) fn enable(&self) {
-        debug_assert!(self.disabled.get() > 0, "preemption enabled more often than disabled");
-        self.disabled.set(self.disabled.get().saturating_sub(1));
-    }
-
-    /// Whether preemption is enabled (no section is open).
-    #[inline]
-    pub(crate) fn enabled(&self) -> bool {
-        self.disabled.get() == 0
-    }
-
-    /// Forgets every open section: a process abandoned without unwinding
-    /// (a bare-metal panic or stop) never drops its guards.
-    pub(crate) fn reset(&self) {
-        self.disabled.set(0);
-        self.held_leaf.set(0);
-        self.held_channel.set(0);
-    }
-}
+use crate::kernel::current::{self, Current};
 
 /// Disables preemption on the calling worker for its lifetime; nests.
 /// Every runtime critical section holds one: a process preempted while
@@ -61,8 +19,9 @@ impl PreemptState {
 #[derive(Debug)]
 #[must_use = "preemption is re-enabled when the guard is dropped"]
 pub struct NoPreempt {
-    /// The worker whose count the guard raised (`None` off a worker).
-    core: Option<NonNull<WorkerCore>>,
+    /// The record of the worker whose count the guard raised (`None` off a
+    /// worker).
+    record: Option<NonNull<Current>>,
 }
 
 impl NoPreempt {
@@ -70,23 +29,23 @@ impl NoPreempt {
     #[inline]
     #[allow(clippy::new_without_default)]
     pub fn new() -> NoPreempt {
-        let core = current::core_ptr();
-        if let Some(core) = core {
-            // SAFETY: from `core_ptr`, used now, inside the current pass.
-            unsafe { current::core_ref(core) }.preempt.disable();
+        let record = current::registered();
+        if let Some(record) = record {
+            // SAFETY: from `registered`, used now, inside the current pass.
+            unsafe { current::record_ref(record) }.preempt.disable();
         }
-        NoPreempt { core }
+        NoPreempt { record }
     }
 }
 
 impl Drop for NoPreempt {
     #[inline]
     fn drop(&mut self) {
-        if let Some(core) = self.core {
+        if let Some(record) = self.record {
             // SAFETY: the guard never outlives a switch (no park or yield
             // happens with preemption off: `switch_out` asserts it), so it
             // drops inside the pass that made it.
-            unsafe { current::core_ref(core) }.preempt.enable();
+            unsafe { current::record_ref(record) }.preempt.enable();
         }
     }
 }
@@ -111,8 +70,8 @@ pub(crate) fn note_lock_acquired(class: LockClass) {
     if !cfg!(debug_assertions) {
         return;
     }
-    current::with(|core| {
-        let held = &core.preempt;
+    current::with(|record| {
+        let held = &record.preempt;
         match class {
             LockClass::Leaf => {
                 debug_assert!(
@@ -135,10 +94,10 @@ pub(crate) fn note_lock_released(class: LockClass) {
     if !cfg!(debug_assertions) {
         return;
     }
-    current::with(|core| {
+    current::with(|record| {
         let held = match class {
-            LockClass::Leaf => &core.preempt.held_leaf,
-            LockClass::Channel => &core.preempt.held_channel,
+            LockClass::Leaf => &record.preempt.held_leaf,
+            LockClass::Channel => &record.preempt.held_channel,
         };
         held.set(held.get().saturating_sub(1));
     });

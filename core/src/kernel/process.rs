@@ -21,7 +21,6 @@ use smarm_arch::{Arch, Native};
 
 use crate::kernel::asan;
 use crate::kernel::atomic::Ordering;
-use crate::kernel::current;
 use crate::kernel::error::{NotInProcess, SpawnError};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::join::JoinHandle;
@@ -31,7 +30,7 @@ use crate::kernel::slab::{Slot, STOP_RAISED, STOP_REQUESTED};
 use crate::kernel::state::Park;
 use crate::kernel::time::Instant;
 use crate::kernel::timer::TimerReason;
-use crate::kernel::worker::{SwitchReason, WorkerCore};
+use crate::kernel::worker::{self, SwitchReason, WorkerCore};
 
 /// The process running on this thread, as seen from its own frames: its
 /// worker core, runtime, slot index and generation.
@@ -52,12 +51,12 @@ impl Running {
     /// The running process of this thread's current worker, if any.
     #[inline]
     pub(crate) fn get() -> Option<Running> {
-        let core = current::core_ptr()?;
+        let core = worker::core_ptr()?;
         // SAFETY: from `core_ptr`; a `Running` lives only in the frames of
         // the process it names, which run inside their worker's pass.
-        let (index, generation) = unsafe { current::core_ref(core) }.running.get()?;
+        let (index, generation) = unsafe { worker::core_ref(core) }.current.running.get()?;
         // SAFETY: as above.
-        let shared = NonNull::from(&*unsafe { current::core_ref(core) }.shared);
+        let shared = NonNull::from(&*unsafe { worker::core_ref(core) }.shared);
         Some(Running { core, shared, index, generation })
     }
 
@@ -66,7 +65,7 @@ impl Running {
     fn core(&self) -> &WorkerCore {
         // SAFETY: see the type's doc: the core outlives every frame of a
         // process that can still run.
-        unsafe { current::core_ref(self.core) }
+        unsafe { worker::core_ref(self.core) }
     }
 
     /// The process's runtime.
@@ -103,9 +102,9 @@ impl Running {
     unsafe fn switch_out(&self, reason: SwitchReason) {
         let body = self.slot().body.get();
         let core = self.core();
-        debug_assert!(core.preempt.enabled(), "switch with preemption disabled (a lock held?)");
+        debug_assert!(core.current.preempt.enabled(), "switch with preemption disabled (a lock held?)");
         core.reason.set(reason);
-        let fake_stack = asan::process_to_driver(core, reason == SwitchReason::Exit);
+        let fake_stack = asan::process_to_driver(core.driver_stack.get(), reason == SwitchReason::Exit);
         let load = core.context.get().cast_const();
         // SAFETY: 1. the worker's context (`load`) was saved by the
         //    `resume` in `run` that is running this process, so the
@@ -116,7 +115,9 @@ impl Running {
         // 3. the state word is out of `Running` (the contract), so no wake
         //    can resume us before we have left.
         unsafe { Native::suspend(ptr::addr_of_mut!((*body).context), load) };
-        asan::process_landed(fake_stack);
+        // Resumed, perhaps by another driver thread: its stack is where the
+        // next switch out goes.
+        self.core().driver_stack.set(asan::process_landed(fake_stack));
     }
 
     /// Ends the process with `reason` (refined by the reason a pending
@@ -163,9 +164,10 @@ impl Running {
 /// Called only by the first switch into a process context made by
 /// `spawn_on`, on its worker's driver, with `index` its slot.
 pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
-    asan::process_landed(asan::FakeStack::fresh());
+    let driver_stack = asan::process_landed(asan::FakeStack::fresh());
     let reason = match Running::get() {
         Some(running) => {
+            running.core().driver_stack.set(driver_stack);
             debug_assert_eq!(running.index as usize, index);
             let slot = running.slot();
             // SAFETY: the running process owns its body's entry.
@@ -184,7 +186,7 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
         }
         None => ExitReason::Normal,
     };
-    crate::kernel::worker::abandon_current(reason);
+    worker::abandon_current(reason);
     // abandon_current returns only off a worker, which cannot happen here.
     loop {
         Native::spin_hint();
@@ -213,7 +215,9 @@ pub(crate) fn running_locals() -> Option<*mut alloc::vec::Vec<(usize, Box<dyn An
 
 /// The pid of the calling process; `None` outside a process.
 pub fn self_pid() -> Option<Pid> {
-    current::with(|core| core.running.get().map(|(index, generation)| Pid::from_parts(index, generation)))?
+    worker::with_core(|core| {
+        core.current.running.get().map(|(index, generation)| Pid::from_parts(index, generation))
+    })?
 }
 
 /// Gives the worker to the next ready process; the caller goes to the back
@@ -252,8 +256,8 @@ pub(crate) fn yield_for_budget() {
 /// its first preemption point.
 #[inline]
 fn preemption_due() -> bool {
-    current::with(|core| {
-        if core.running.get().is_none() || !core.preempt.enabled() || core.wait_open.get() {
+    worker::with_core(|core| {
+        if !core.current.may_switch() {
             return false;
         }
         let now = Native::timestamp();
@@ -331,7 +335,7 @@ pub fn begin_wait() -> Result<Waker, NotInProcess> {
     let running = Running::get().ok_or(NotInProcess)?;
     let epoch = running.slot().state.begin_wait(running.generation);
     running.observe_stop();
-    running.core().wait_open.set(true);
+    running.core().current.wait_open.set(true);
     Ok(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
 }
 
@@ -340,7 +344,7 @@ pub fn begin_wait() -> Result<Waker, NotInProcess> {
 pub fn retire_wait() {
     let Some(running) = Running::get() else { return };
     let _ = running.slot().state.retire_wait(running.generation);
-    running.core().wait_open.set(false);
+    running.core().current.wait_open.set(false);
     running.observe_stop();
 }
 
@@ -349,7 +353,7 @@ pub fn retire_wait() {
 /// at once if that wake already landed. Outside a process it does nothing.
 pub fn park() {
     let Some(running) = Running::get() else { return };
-    running.core().wait_open.set(false);
+    running.core().current.wait_open.set(false);
     match running.slot().state.park(running.generation) {
         // SAFETY: the word is Parked.
         Park::Parked => unsafe { running.switch_out(SwitchReason::Park) },
@@ -367,15 +371,15 @@ pub fn wake_at(waker: &Waker, deadline: Instant) -> Result<(), NotInProcess> {
 
 /// Pushes a timer onto the current worker's heap.
 fn arm_timer(waker: &Waker, deadline: Instant, reason: TimerReason) -> Result<(), NotInProcess> {
-    current::with(|core| {
-        if core.running.get().is_none() {
+    worker::with_core(|core| {
+        if core.current.running.get().is_none() {
             return Err(NotInProcess);
         }
         // Not preempted while the heap grows: the worker pops it between
         // runs.
-        core.preempt.disable();
+        core.current.preempt.disable();
         core.timers.borrow_mut().push(deadline.as_nanos(), waker.pid, waker.epoch, reason);
-        core.preempt.enable();
+        core.current.preempt.enable();
         Ok(())
     })
     .unwrap_or(Err(NotInProcess))
@@ -403,7 +407,7 @@ pub fn now() -> Option<Instant> {
 
 /// The calling worker's runtime and id, if the thread is driving a worker.
 fn current_shared() -> Option<(Arc<Shared>, usize)> {
-    current::with(|core| (core.shared.clone(), core.id))
+    worker::with_core(|core| (core.shared.clone(), core.id))
 }
 
 /// Spawns `f` as a process on the caller's worker. Its return value is
@@ -444,5 +448,5 @@ pub fn current_runtime() -> Option<crate::kernel::runtime::Runtime> {
 
 /// The worker the calling process runs on.
 pub fn current_worker() -> Option<usize> {
-    current::with(|core| core.id)
+    worker::with_core(|core| core.id)
 }

@@ -26,7 +26,6 @@ use smarm_platform::{ParkToken, Platform, Stack};
 
 use crate::kernel::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::kernel::config::{Config, ConfigError};
-use crate::kernel::current;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::extension::Extensions;
@@ -40,7 +39,7 @@ use crate::kernel::slab::{Entry, Slot, STOP_NONE, STOP_REQUESTED};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::state::{State, Unpark};
 use crate::kernel::trace::{self, TraceEvent};
-use crate::kernel::worker::{Worker, WorkerStats};
+use crate::kernel::worker::{self, Worker, WorkerStats};
 /// Per-worker shared state: the producer side of its ingress rings.
 pub(crate) struct WorkerShared {
     /// Wakes from other drivers: slot indices now `Queued`.
@@ -57,13 +56,6 @@ pub(crate) struct WorkerShared {
     /// Written by the worker's driver at every pass: in its own cache block,
     /// away from `token`, which every waker of this worker reads.
     pub(crate) stats: CachePadded<WorkerStats>,
-    /// Supervisor restarts made by processes of this worker.
-    pub(crate) restarts: AtomicU64,
-}
-
-/// Counts one supervisor restart on the calling process's worker.
-pub(crate) fn count_restart() {
-    current::with(|core| core.shared.workers[core.id].restarts.fetch_add(1, Ordering::Relaxed));
 }
 
 /// What a worker knows of one of its processes.
@@ -239,7 +231,6 @@ impl RuntimeParts {
                 admin_pending: AtomicUsize::new(0),
                 token: drivers.driver_of(id, config.worker_count),
                 stats: CachePadded(WorkerStats::default()),
-                restarts: AtomicU64::new(0),
             });
         }
         let workers = workers.into_boxed_slice();
@@ -456,7 +447,7 @@ impl Shared {
     }
 
     pub(super) fn route_spawn(&self, worker: usize, index: u32) {
-        let local = current::with(|core| {
+        let local = worker::with_core(|core| {
             core.is(self, worker) && {
                 core.push_spawned(index);
                 true
@@ -525,7 +516,7 @@ impl Shared {
     /// local ready queue when we are its driver, else its wake ring.
     pub(super) fn enqueue(&self, slot: &Slot, index: u32) {
         let worker = slot.worker.load(Ordering::Relaxed);
-        let local = current::with(|core| {
+        let local = worker::with_core(|core| {
             core.is(self, worker) && {
                 core.push_ready(index);
                 true

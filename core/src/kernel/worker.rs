@@ -22,11 +22,10 @@ use smarm_platform::{Nanos, OverflowEvidence, Stack};
 
 use crate::kernel::asan;
 use crate::kernel::atomic::{AtomicU64, Ordering};
-use crate::kernel::current;
+use crate::kernel::current::{self, Current};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::plugin::WorkerPlugin;
-use crate::kernel::preempt::PreemptState;
 use crate::kernel::runtime::{Admin, Shared};
 use crate::kernel::slab::SlotBody;
 use crate::kernel::timer::Timers;
@@ -99,10 +98,18 @@ type PluginOnWorker = (Arc<dyn WorkerPlugin>, Box<dyn Any>);
 /// The mutable state of one worker.
 ///
 /// Reached through shared references only (the pass, and the process it
-/// runs through [`current::with`], both hold one at once), so every field
-/// that changes is a `Cell` or `RefCell`; the saved driver context is an
+/// runs through [`with_core`], both hold one at once), so every field that
+/// changes is a `Cell` or `RefCell`; the saved driver context is an
 /// `UnsafeCell` that only the switch code touches, through raw pointers.
+///
+/// `repr(C)` with the [`Current`] record first: the pointer registered as
+/// the thread's current worker is the core's address, which the kernel's
+/// leaves read as the record alone (`current::with`).
+#[repr(C)]
 pub(crate) struct WorkerCore {
+    /// What the kernel's leaves may know of this worker (the running
+    /// process, its preemption-off sections, open wait and budget).
+    pub(crate) current: Current,
     pub(crate) id: usize,
     pub(crate) shared: Arc<Shared>,
     pub(crate) ready: RefCell<VecDeque<u32>>,
@@ -121,22 +128,10 @@ pub(crate) struct WorkerCore {
     /// (empty unless built with `--cfg smarm_asan`).
     #[cfg_attr(not(smarm_asan), allow(dead_code))]
     pub(crate) driver_stack: Cell<asan::StackRange>,
-    /// Slot index and generation of the running process.
-    pub(crate) running: Cell<Option<(u32, u32)>>,
     pub(crate) reason: Cell<SwitchReason>,
-    /// Preemption-disabled sections and runtime locks held.
-    pub(crate) preempt: PreemptState,
-    /// The running process has opened a wait (`begin_wait`) and not yet
-    /// parked or retired it. No preemption then: a yield would turn the
-    /// word `Queued`, and a stamped wake landing on `Queued` is stale — the
-    /// wake would be lost.
-    pub(crate) wait_open: Cell<bool>,
     /// Timestamp of the running process's first preemption check since it
     /// was resumed; 0 until then.
     pub(crate) slice_start: Cell<u64>,
-    /// The running process's cooperative budget left (`kernel::coop`):
-    /// refilled at every resume, 0 when disabled.
-    pub(crate) coop_budget: Cell<u32>,
     stats: RefCell<StatsSnapshot>,
     live_here: Cell<u64>,
     /// The runtime's worker plugin and this worker's state for it, set on
@@ -157,9 +152,9 @@ impl WorkerCore {
     /// onto the same queue — in the middle of it.
     #[inline]
     pub(crate) fn push_ready(&self, index: u32) {
-        self.preempt.disable();
+        self.current.preempt.disable();
         self.ready.borrow_mut().push_back(index);
-        self.preempt.enable();
+        self.current.preempt.enable();
     }
 
     /// This worker's state for the runtime's plugin, if it has made it.
@@ -185,17 +180,53 @@ impl WorkerCore {
     /// goes to the back of the ready queue.
     #[inline]
     pub(crate) fn push_spawned(&self, index: u32) {
-        if self.running.get().is_some() {
+        if self.current.running.get().is_some() {
             // Preemption is off for the push, as in `push_ready`.
-            self.preempt.disable();
+            self.current.preempt.disable();
             self.spawned_now.borrow_mut().push(index);
-            self.preempt.enable();
+            self.current.preempt.enable();
         } else {
             self.push_ready(index);
         }
         self.stats.borrow_mut().spawned += 1;
         self.live_here.set(self.live_here.get() + 1);
     }
+}
+
+// The registered pointer is read as a `Current` by the leaves.
+const _: () = assert!(core::mem::offset_of!(WorkerCore, current) == 0);
+
+/// The calling thread's current worker core, if a pass is running on it.
+#[inline]
+pub(crate) fn core_ptr() -> Option<NonNull<WorkerCore>> {
+    // The registered pointer is a core's address (`Worker::try_tick`); its
+    // record is only its first field.
+    current::registered().map(NonNull::cast)
+}
+
+/// Runs `f` on the current worker's core; `None` off a worker.
+#[inline]
+pub(crate) fn with_core<R>(f: impl FnOnce(&WorkerCore) -> R) -> Option<R> {
+    let core = core_ptr()?;
+    // SAFETY: the pointer was registered for the pass now running on this
+    // thread and we use it within this call, inside that pass.
+    Some(f(unsafe { core_ref(core) }))
+}
+
+/// The core behind a pointer that [`core_ptr`] returned.
+///
+/// # Safety
+///
+/// As for `current::record_ref`: `core` came from [`core_ptr`] on a thread
+/// driving its worker, and the reference is used only while that worker's
+/// pass can still be running the code that holds it (the pass itself, or
+/// a process of that worker). The core is freed only when the `Worker`
+/// drops, which needs `&mut` and so cannot happen during a pass; it is only
+/// ever reached through shared references.
+#[inline]
+pub(crate) unsafe fn core_ref<'a>(core: NonNull<WorkerCore>) -> &'a WorkerCore {
+    // SAFETY: per the contract.
+    unsafe { core.as_ref() }
 }
 
 /// One logical worker, owned by exactly one driver at a time.
@@ -225,6 +256,7 @@ impl Drop for Worker {
 impl Worker {
     pub(crate) fn new(id: usize, shared: Arc<Shared>) -> Worker {
         let core = alloc::boxed::Box::new(WorkerCore {
+            current: Current::new(crate::kernel::process::yield_for_budget),
             id,
             shared,
             ready: RefCell::new(VecDeque::new()),
@@ -233,12 +265,8 @@ impl Worker {
             timers: RefCell::new(Timers::default()),
             context: UnsafeCell::new(Context::empty()),
             driver_stack: Cell::new(asan::StackRange::default()),
-            running: Cell::new(None),
             reason: Cell::new(SwitchReason::Yield),
-            preempt: PreemptState::default(),
-            wait_open: Cell::new(false),
             slice_start: Cell::new(0),
-            coop_budget: Cell::new(0),
             stats: RefCell::new(StatsSnapshot::default()),
             live_here: Cell::new(0),
             plugin: OnceCell::new(),
@@ -428,13 +456,13 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
         run_stackless(core, shared, Pid::from_parts(index, generation));
         return;
     }
-    core.running.set(Some((index, generation)));
+    core.current.running.set(Some((index, generation)));
     // A resumed process has no open wait: a park ended it, a yield never
     // had one.
-    core.wait_open.set(false);
+    core.current.wait_open.set(false);
     // The slice starts at the process's first preemption check.
     core.slice_start.set(0);
-    core.coop_budget.set(shared.config.coop_budget);
+    core.current.coop_budget.set(shared.config.coop_budget);
     core.stats.borrow_mut().switches += 1;
     let save = core.context.get();
     let body = slot.body.get();
@@ -449,7 +477,7 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     //    stack check takes is the only one, and the ASan annotation may
     //    read the stack's bounds.
     unsafe {
-        let fake_stack = asan::driver_to_process(body);
+        let fake_stack = asan::driver_to_process((*body).stack.as_ref());
         Native::resume(save, ptr::addr_of!((*body).context));
         asan::driver_landed(fake_stack);
         // Track the deepest stack pointer seen at a switch out: finalize
@@ -457,7 +485,7 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
         (*body).low_water = (*body).low_water.min((*body).context.sp);
         check_stack(shared, &*body, Pid::from_parts(index, generation));
     }
-    core.running.set(None);
+    core.current.running.set(None);
     // Its spawns become the newest batch: reversed, so the first spawned
     // is on top.
     let mut spawned = core.spawned_now.borrow_mut();
@@ -556,9 +584,9 @@ pub fn abandon_current(reason: ExitReason) {
     // leaves its guards undropped: whatever preemption-off sections it had
     // open end with it. (A runtime lock it held stays held — a panic inside
     // a runtime critical section is a runtime bug, not a process fault.)
-    current::with(|core| {
-        core.preempt.reset();
-        core.wait_open.set(false);
+    with_core(|core| {
+        core.current.preempt.reset();
+        core.current.wait_open.set(false);
     });
     running.finish(reason);
     // A finalized process is never resumed.

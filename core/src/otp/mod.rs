@@ -10,4 +10,5 @@ pub mod link;
 pub mod local;
 pub mod monitor;
 pub mod registry;
+mod restarts;
 pub mod supervisor;

@@ -868,7 +868,7 @@ impl State {
     /// Charges one restart to the intensity window.
     fn charge_restart(&mut self) -> Result<(), Exit> {
         let now = process::now().unwrap_or(Instant::from_nanos(0));
-        crate::kernel::runtime::count_restart();
+        crate::otp::restarts::count_restart();
         self.restarts.push_back(now);
         while self.restarts.front().is_some_and(|&t| now - t > self.within) {
             self.restarts.pop_front();

@@ -187,9 +187,9 @@ impl WakeQueue {
 /// payload that loom watches (written by its creator, read by the consumer).
 #[cfg(test)]
 pub(crate) mod test_node {
-    use super::{Linked, NIL};
+    use super::{Linked, Links, NIL};
     use crate::kernel::atomic::{AtomicU32, UnsafeCell};
-    use crate::kernel::segments::Segments;
+    use alloc::vec::Vec;
 
     pub(crate) struct Node {
         link: AtomicU32,
@@ -233,15 +233,25 @@ pub(crate) mod test_node {
     // contract (the writer owns the node); the link is atomic.
     unsafe impl Sync for Node {}
 
-    /// A table of `count` nodes whose payloads are their indices.
-    pub(crate) fn table(count: usize) -> Segments<Node> {
-        let table = Segments::new();
-        for index in 0..count {
-            // SAFETY: one pusher (the caller, before sharing the table).
-            let pushed = unsafe { table.push(Node::new(index)) };
-            assert_eq!(pushed, Ok(index as u32));
+    /// A fixed table of nodes, standing in for the slab.
+    pub(crate) struct NodeTable(Vec<Node>);
+
+    impl NodeTable {
+        /// Node `index`, if the table has it.
+        pub(crate) fn get(&self, index: u32) -> Option<&Node> {
+            self.0.get(index as usize)
         }
-        table
+    }
+
+    impl Links for NodeTable {
+        fn link(&self, index: u32) -> &AtomicU32 {
+            self.0[index as usize].link()
+        }
+    }
+
+    /// A table of `count` nodes whose payloads are their indices.
+    pub(crate) fn table(count: usize) -> NodeTable {
+        NodeTable((0..count).map(Node::new).collect())
     }
 }
 

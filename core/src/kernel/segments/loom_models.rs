@@ -3,11 +3,23 @@
 //! Under loom the first segment holds two entries, so index 2 opens
 //! segment 1.
 
-use crate::kernel::ring::test_node::{table, Node};
+use super::Segments;
+use crate::kernel::ring::test_node::Node;
 use crate::kernel::ring::IntrusiveQueue;
 use alloc::vec::Vec;
 use loom::sync::Arc;
 use loom::thread;
+
+/// Segmented storage holding `count` nodes whose payloads are their indices.
+fn table(count: usize) -> Segments<Node> {
+    let table = Segments::new();
+    for index in 0..count {
+        // SAFETY: one pusher (the caller, before sharing the table).
+        let pushed = unsafe { table.push(Node::new(index)) };
+        assert_eq!(pushed, Ok(index as u32));
+    }
+    table
+}
 
 /// One thread appends entries 1 and 2 (the second opens a new segment)
 /// while another looks both up: a lookup finds either nothing or the

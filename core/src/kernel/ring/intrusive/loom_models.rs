@@ -2,16 +2,15 @@
 //! with the list behind it. Each payload is read through loom's cell, so a
 //! pop not ordered after its push is a causality violation.
 
-use super::test_node::{table, Node};
+use super::test_node::{table, NodeTable};
 use super::*;
-use crate::kernel::segments::Segments;
 use alloc::vec::Vec;
 use loom::sync::Arc;
 use loom::thread;
 
 /// Pops `count` indices (yielding while a push is in flight) and returns
 /// them with the payloads read through them.
-fn pop_count(queue: impl Fn() -> Option<u32>, table: &Segments<Node>, count: usize) -> Vec<(u32, usize)> {
+fn pop_count(queue: impl Fn() -> Option<u32>, table: &NodeTable, count: usize) -> Vec<(u32, usize)> {
     let mut out = Vec::new();
     while out.len() < count {
         match queue() {
@@ -27,7 +26,7 @@ fn pop_count(queue: impl Fn() -> Option<u32>, table: &Segments<Node>, count: usi
 
 /// Pushes `index` after writing its payload (`10 + index`), as a waker
 /// changes a process's state before queueing it.
-fn set_and_push(queue: &IntrusiveQueue, table: &Segments<Node>, index: u32) {
+fn set_and_push(queue: &IntrusiveQueue, table: &NodeTable, index: u32) {
     // SAFETY: the node is in no queue; this thread pushes it next.
     unsafe { table.get(index).expect("in the table").set(10 + index as usize) };
     queue.push(table, index);
