@@ -578,7 +578,7 @@ fn trapping_child_shutdown(drive: Drive) {
             strings(&["signal stubborn", "stop stubborn", "signal polite", "return polite"]),
             "a trapping child was not sent the shutdown exit signal"
         );
-        let shutdown = ExitSignal { from: sup.pid(), reason: ExitReason::Other("shutdown".into()) };
+        let shutdown = ExitSignal { from: sup.pid(), reason: ExitReason::Shutdown };
         assert_eq!(signals.try_iter().collect::<Vec<_>>(), vec![shutdown.clone(), shutdown]);
         assert_eq!(watches[0].rx.recv().unwrap().reason, ExitReason::Normal);
         assert_eq!(watches[1].rx.recv().unwrap().reason, ExitReason::Killed);

@@ -39,8 +39,13 @@ pub enum ExitReason {
     /// It was ended by an untrappable exit signal (Erlang's `kill`, seen as
     /// `killed`). Sending it: `exit(pid, ExitReason::Killed)`.
     Killed,
+    /// It was shut down by its supervisor (Erlang's `shutdown`): the exit
+    /// signal a supervisor sends a plain child it stops. A child that traps
+    /// exits receives it as a message and may clean up first; a `Transient`
+    /// child ending with it is not restarted.
+    Shutdown,
     /// It was ended by an exit signal with a reason of the sender's
-    /// choosing (`exit(pid, ExitReason::Other("shutdown".into()))`).
+    /// choosing (`exit(pid, ExitReason::Other("timeout".into()))`).
     Other(String),
 }
 
@@ -73,6 +78,7 @@ impl fmt::Display for ExitReason {
             ExitReason::Linked { peer, reason } => write!(f, "linked process {peer} died ({reason})"),
             ExitReason::NoProc => f.write_str("noproc"),
             ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Shutdown => f.write_str("shutdown"),
             ExitReason::Other(reason) => write!(f, "exit: {reason}"),
         }
     }

@@ -280,7 +280,7 @@ impl Runtime {
 /// use smarm_core::{exit, ExitReason};
 /// # let pid = smarm_core::self_pid().unwrap();
 /// // Ask a worker to shut down; a trapping worker gets it as a message.
-/// exit(pid, ExitReason::Other("shutdown".into())).ok();
+/// exit(pid, ExitReason::Shutdown).ok();
 /// ```
 pub fn exit(target: Pid, reason: ExitReason) -> Result<(), NoProc> {
     let from = process::self_pid().ok_or(NoProc(target))?;

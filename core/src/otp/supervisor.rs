@@ -57,7 +57,7 @@
 //! A [`ChildSpec`] names a child and holds its start function, called in the
 //! supervisor process at every (re)start. It returns anything that becomes a
 //! [`Child`]: a [`JoinHandle`] (stopped with the exit signal
-//! `ExitReason::Other("shutdown")`, see below), a [`SupervisorRef`] (stopped
+//! `ExitReason::Shutdown`, see below), a [`SupervisorRef`] (stopped
 //! gracefully, with its own ordered shutdown), a
 //! [`ServerRef`](crate::otp::gen_server::ServerRef) (stopped gracefully, so its
 //! `terminate` runs in order). [`Shutdown`] bounds how long the supervisor
@@ -67,7 +67,7 @@
 //!
 //! A plain child (one without a graceful stop of its own) is stopped as
 //! OTP's `exit(Child, shutdown)` stops it: with the exit signal
-//! `ExitReason::Other("shutdown")` ([`link::exit`]). A child that does not
+//! `ExitReason::Shutdown` ([`link::exit`]). A child that does not
 //! trap exits ends with that reason at its next observation point; one that
 //! traps exits receives it as an [`ExitSignal`] from the supervisor and may
 //! clean up and end on its own — it is killed only when its timeout
@@ -136,8 +136,8 @@ pub enum Restart {
     Permanent,
     /// Restarted only after an abnormal death (anything but a normal
     /// return, [`ExitReason::is_abnormal`]), except the supervisor's own
-    /// shutdown signal, `ExitReason::Other("shutdown")`: as OTP's
-    /// `transient`, a child that ends with `shutdown` is not restarted.
+    /// shutdown signal, [`ExitReason::Shutdown`]: as OTP's `transient`, a
+    /// child that ends with `shutdown` is not restarted.
     Transient,
     /// Never restarted; forgotten once it dies.
     Temporary,
@@ -161,7 +161,7 @@ pub enum Shutdown {
     /// Kill at once (`ExitReason::Killed`) and go on without waiting.
     Brutal,
     /// Ask gracefully (a graceful stop for servers and supervisors, the
-    /// exit signal `ExitReason::Other("shutdown")` for a plain process),
+    /// exit signal `ExitReason::Shutdown` for a plain process),
     /// wait at most this long for it to die, then kill it and wait at most
     /// this long again for it to end (a process that never reaches an
     /// observation point cannot be ended: see the module docs), then go
@@ -188,7 +188,7 @@ pub struct Child {
 
 impl Child {
     /// A child known only by its pid: stopped with the exit signal
-    /// `ExitReason::Other("shutdown")` (see the module docs). If it
+    /// `ExitReason::Shutdown` (see the module docs). If it
     /// has already exited by the time the supervisor watches it, its exit
     /// reads as `NoProc` (abnormal); return a [`JoinHandle`] instead to have
     /// the real outcome.
@@ -829,7 +829,7 @@ impl State {
             // OTP's exit(Child, shutdown): a child trapping exits gets it
             // as a message, and may clean up and end on its own.
             None => {
-                let _ = link::exit(pid, ExitReason::Other(SHUTDOWN.into()));
+                let _ = link::exit(pid, ExitReason::Shutdown);
             }
         };
         match entry.spec.shutdown {
@@ -975,14 +975,10 @@ impl State {
 /// pending restart.
 const RETRY_BACKOFF: Duration = Duration::from_millis(1);
 
-/// The reason of the exit signal that stops a plain child: OTP's
-/// `shutdown`.
-const SHUTDOWN: &str = "shutdown";
-
 /// Whether `reason` is the supervisor's shutdown signal, which a
 /// `Transient` child treats as a normal end.
 fn is_shutdown(reason: &ExitReason) -> bool {
-    matches!(reason, ExitReason::Other(reason) if reason == SHUTDOWN)
+    matches!(reason, ExitReason::Shutdown)
 }
 
 /// Kills `pid` (`ExitReason::Killed`) without waiting for it to end.
@@ -1005,9 +1001,12 @@ mod tests {
             assert_eq!(policy.restarts_after(&ExitReason::Normal), normal, "{policy:?}");
             assert_eq!(policy.restarts_after(&panicked), abnormal, "{policy:?}");
             assert_eq!(policy.restarts_after(&ExitReason::Stopped), abnormal, "{policy:?}");
-            let shutdown = ExitReason::Other("shutdown".into());
-            assert_eq!(policy.restarts_after(&shutdown), policy == Restart::Permanent, "{policy:?}");
-            let other = ExitReason::Other("shutdown now".into());
+            assert_eq!(
+                policy.restarts_after(&ExitReason::Shutdown),
+                policy == Restart::Permanent,
+                "{policy:?}"
+            );
+            let other = ExitReason::Other("shutdown".into());
             assert_eq!(policy.restarts_after(&other), abnormal, "{policy:?}");
         }
     }
