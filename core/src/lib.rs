@@ -41,12 +41,12 @@ pub use kernel::config::{Config, ConfigError, MAX_ACTORS, MAX_WORKERS, MIN_BARE_
 pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use kernel::exit::ExitReason;
 pub use kernel::host::HostHooks;
-pub use kernel::join::JoinHandle;
+pub use kernel::join::{spawn, spawn_on, JoinHandle};
 pub use kernel::pid::Pid;
 pub use kernel::preempt::NoPreempt;
 pub use kernel::process::{
     begin_wait, check, current_runtime, current_worker, maybe_preempt, now, park, request_stop, retire_wait,
-    self_pid, sleep, sleep_until, spawn, spawn_on, wake_at, yield_now, Waker,
+    self_pid, sleep, sleep_until, wake_at, yield_now, Waker,
 };
 pub use kernel::runtime::{Admin, BuildError, Drivers, Runtime, RuntimeParts};
 pub use kernel::single::SingleThreadRuntime;

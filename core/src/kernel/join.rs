@@ -1,3 +1,4 @@
+//! Spawning a process from another ([`spawn`], [`spawn_on`]) and
 //! [`JoinHandle<T>`]: the right to a process's outcome and its value.
 //!
 //! A handle keeps its slot from being reclaimed: the exit reason and the
@@ -16,6 +17,29 @@ use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::runtime::Shared;
 use crate::kernel::slab::Cold;
+
+/// Spawns `f` as a process on the caller's worker. Its return value is
+/// what [`JoinHandle::join`] gives back.
+pub fn spawn<T, F>(f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    crate::kernel::coop::spend();
+    let (shared, worker) = process::current_shared().ok_or(SpawnError::NotInProcess)?;
+    JoinHandle::spawn(&shared, worker, f)
+}
+
+/// Spawns `f` as a process on worker `worker` of the caller's runtime.
+pub fn spawn_on<T, F>(worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    crate::kernel::coop::spend();
+    let (shared, _) = process::current_shared().ok_or(SpawnError::NotInProcess)?;
+    JoinHandle::spawn(&shared, worker, f)
+}
 
 /// Owns the right to a process's outcome: the value its body returned, or
 /// why it ended without one. Dropping it detaches the process; the slot is

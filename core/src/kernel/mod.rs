@@ -6,6 +6,33 @@
 //! `otp` layers; everything above is a client of what it exports —
 //! the wait protocol ([`process::begin_wait`], [`process::park`]), death
 //! hooks, and per-runtime extension slots.
+//!
+//! # The scheduler proper, and the leaves
+//!
+//! Most files here are leaves: they import only other leaves, never the
+//! scheduler (`scripts/check-layers.sh` fails on a leaf that does). The
+//! running worker is known to them only through [`current`]'s record, the
+//! first field of the worker's core. Five files import one another, and
+//! only these edges close the circle:
+//!
+//! - `runtime` → `worker`: the runtime builds its workers and pushes a
+//!   local wake straight onto the calling worker's ready queue;
+//!   `worker` → `runtime`: a pass drains the runtime's per-worker queues
+//!   and finalizes through it.
+//! - `runtime` → `process`: a new process's context starts at
+//!   `process::entry`; `process` → `runtime`: what a process does to
+//!   itself (spawn, wake, stop, sleep) goes through its runtime.
+//! - `process` → `worker`: a switch saves into and loads from the worker's
+//!   core; `worker` → `process`: the pass finishes an abandoned process
+//!   and yields a process whose budget is spent.
+//! - `slab` → `runtime`: a death hook is called with the runtime it ran
+//!   in; `runtime`, `worker`, `process` → `slab`: the slot a pid names.
+//! - `plugin` → `runtime`: the layer above runs in each pass with the
+//!   runtime it serves; `runtime`, `worker` → `plugin`: the runtime holds
+//!   the plugin, each pass calls it.
+//!
+//! The other scheduler files (`death`, `handle`, `stackless`, `join`,
+//! `single`) import the circle and are imported by none of it.
 
 pub(crate) mod asan;
 pub(crate) mod atomic;

@@ -21,9 +21,8 @@ use smarm_arch::{Arch, Native};
 
 use crate::kernel::asan;
 use crate::kernel::atomic::Ordering;
-use crate::kernel::error::{NotInProcess, SpawnError};
+use crate::kernel::error::NotInProcess;
 use crate::kernel::exit::ExitReason;
-use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
 use crate::kernel::slab::{Slot, STOP_RAISED, STOP_REQUESTED};
@@ -406,31 +405,8 @@ pub fn now() -> Option<Instant> {
 }
 
 /// The calling worker's runtime and id, if the thread is driving a worker.
-fn current_shared() -> Option<(Arc<Shared>, usize)> {
+pub(crate) fn current_shared() -> Option<(Arc<Shared>, usize)> {
     worker::with_core(|core| (core.shared.clone(), core.id))
-}
-
-/// Spawns `f` as a process on the caller's worker. Its return value is
-/// what [`JoinHandle::join`] gives back.
-pub fn spawn<T, F>(f: F) -> Result<JoinHandle<T>, SpawnError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    crate::kernel::coop::spend();
-    let (shared, worker) = current_shared().ok_or(SpawnError::NotInProcess)?;
-    JoinHandle::spawn(&shared, worker, f)
-}
-
-/// Spawns `f` as a process on worker `worker` of the caller's runtime.
-pub fn spawn_on<T, F>(worker: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    crate::kernel::coop::spend();
-    let (shared, _) = current_shared().ok_or(SpawnError::NotInProcess)?;
-    JoinHandle::spawn(&shared, worker, f)
 }
 
 /// Asks `pid` (of the caller's runtime) to stop. See

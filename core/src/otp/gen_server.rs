@@ -240,8 +240,8 @@ impl<G: GenServer> Server<G> {
         let (inbox_tx, inbox) = channel::<Envelope<G>>();
         let body = move || serve(state, inbox, infos);
         let handle = match worker {
-            Some(worker) => process::spawn_on(worker, body),
-            None => process::spawn(body),
+            Some(worker) => crate::kernel::join::spawn_on(worker, body),
+            None => crate::kernel::join::spawn(body),
         }?;
         Ok(ServerRef { pid: handle.pid(), inbox: inbox_tx })
     }

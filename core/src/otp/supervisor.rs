@@ -479,8 +479,8 @@ impl Supervisor {
         let worker = self.worker;
         let body = move || supervise(self, control_rx, init_tx);
         let handle = match worker {
-            Some(worker) => process::spawn_on(worker, body),
-            None => process::spawn(body),
+            Some(worker) => crate::kernel::join::spawn_on(worker, body),
+            None => crate::kernel::join::spawn(body),
         }?;
         let pid = handle.pid();
         drop(handle);
