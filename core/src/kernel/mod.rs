@@ -11,7 +11,7 @@
 //!
 //! Most files here are leaves: they import only other leaves, never the
 //! scheduler (`scripts/check-layers.sh` fails on a leaf that does). The
-//! running worker is known to them only through [`current`]'s record, the
+//! running worker is known to them only through `current`'s record, the
 //! first field of the worker's core. Five files import one another, and
 //! only these edges close the circle:
 //!
