@@ -108,6 +108,12 @@ mod context;
 mod engine;
 mod host;
 pub mod io;
+
+/// The README's Rust blocks, compiled and run as doc tests so that none can
+/// rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
 mod stepper;
 #[cfg(feature = "tracing")]
 mod tracing_bridge;
