@@ -72,8 +72,13 @@ for example in "tour --quick" "ping_pong 2000" "supervision_tree 5" "kv_server 2
   name=$1
   shift
   echo "example $name $*"
-  timeout 120 cargo run -q -p smarm --example "$name" -- "$@" > /dev/null
+  timeout 120 cargo run -q -p smarm --example "$name" -- "$@" > "$root/target/example-$name.out"
 done
+# Written to a file, the tour is plain text: no carriage returns, no colour.
+if grep -q $'\r\|\x1b' "$root/target/example-tour.out"; then
+  echo "the tour wrote terminal control characters into a file" >&2
+  exit 1
+fi
 cargo run -q -p smarm-arch --example switch_demo -- 100000 > /dev/null
 
 step "clippy (warnings are errors)"

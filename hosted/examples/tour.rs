@@ -18,7 +18,7 @@
 //! (`-- --quick` shrinks every size a hundredfold, for CI and debug builds).
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,18 +45,36 @@ impl Sizes {
     }
 }
 
-fn heading(step: usize, title: &str) {
-    println!("\n\x1b[1m{step}. {title}\x1b[0m");
+/// Whether stdout is a terminal: only then are headings bold and progress
+/// lines rewritten in place (a file or a CI log gets plain lines).
+fn on_terminal() -> bool {
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::stdout().is_terminal())
 }
 
-/// Rewrites the current line (a progress report).
+fn heading(step: usize, title: &str) {
+    if on_terminal() {
+        println!("\n\x1b[1m{step}. {title}\x1b[0m");
+    } else {
+        println!("\n{step}. {title}");
+    }
+}
+
+/// Rewrites the current line (a progress report); nothing when stdout is
+/// not a terminal, where only the final line of a step is printed.
 fn progress(line: &str) {
-    print!("\r   {line:<70}");
-    let _ = std::io::stdout().flush();
+    if on_terminal() {
+        print!("\r   {line:<70}");
+        let _ = std::io::stdout().flush();
+    }
 }
 
 fn done(line: &str) {
-    println!("\r   {line:<70}");
+    if on_terminal() {
+        println!("\r   {line:<70}");
+    } else {
+        println!("   {line}");
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
