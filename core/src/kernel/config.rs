@@ -41,11 +41,12 @@ pub struct Config {
     /// segments are kept for reuse until the runtime is dropped.
     ///
     /// ```
-    /// use smarm_core::Config;
+    /// # use smarm_core as smarm;
+    /// use smarm::Config;
     /// // At most 10,000 processes alive at once.
     /// let capped = Config { max_actors: Some(10_000), ..Config::default() };
     /// assert_eq!(capped.actor_limit(), 10_000);
-    /// assert_eq!(Config::default().actor_limit(), smarm_core::MAX_ACTORS);
+    /// assert_eq!(Config::default().actor_limit(), smarm::MAX_ACTORS);
     /// ```
     pub max_actors: Option<usize>,
     /// Usable bytes of each process stack. Default 256 KiB (lazily

@@ -38,7 +38,8 @@
 //! decrement; nothing reads the clock.
 //!
 //! ```
-//! use smarm_core::kernel::coop;
+//! # use smarm_core as smarm;
+//! use smarm::kernel::coop;
 //!
 //! // A primitive of one's own can spend the budget like the built-in ones
 //! // do; outside a process it does nothing.

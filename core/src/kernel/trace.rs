@@ -63,10 +63,11 @@ static TRACER: OnceRef<Tracer> = OnceRef::new();
 /// (the first wins, for the life of the program).
 ///
 /// ```
-/// use smarm_core::kernel::trace::{set_tracer, TraceEvent};
+/// # use smarm_core as smarm;
+/// use smarm::kernel::trace::{set_tracer, TraceEvent};
 ///
 /// fn ignore(_: &TraceEvent<'_>) {}
-/// static IGNORE: smarm_core::kernel::trace::Tracer = ignore;
+/// static IGNORE: smarm::kernel::trace::Tracer = ignore;
 /// assert!(set_tracer(&IGNORE));
 /// assert!(set_tracer(&IGNORE), "setting the same tracer again is fine");
 /// ```

@@ -277,8 +277,9 @@ impl Runtime {
 /// [`Runtime::exit`]). Outside a process: `Err(NoProc)`.
 ///
 /// ```no_run
-/// use smarm_core::{exit, ExitReason};
-/// # let pid = smarm_core::self_pid().unwrap();
+/// # use smarm_core as smarm;
+/// use smarm::{exit, ExitReason};
+/// # let pid = smarm::self_pid().unwrap();
 /// // Ask a worker to shut down; a trapping worker gets it as a message.
 /// exit(pid, ExitReason::Shutdown).ok();
 /// ```

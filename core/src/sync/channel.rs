@@ -170,7 +170,8 @@ pub struct Sender<T> {
 /// empty:
 ///
 /// ```
-/// let (tx, rx) = smarm_core::channel::<u32>();
+/// # use smarm_core as smarm;
+/// let (tx, rx) = smarm::channel::<u32>();
 /// for i in 0..3 {
 ///     tx.send(i).unwrap();
 /// }
@@ -217,7 +218,8 @@ fn new_chan<T>(capacity: Option<usize>) -> (Sender<T>, Receiver<T>) {
 /// An unbounded channel: `send` never blocks (std's `mpsc::channel`).
 ///
 /// ```
-/// let (tx, rx) = smarm_core::channel();
+/// # use smarm_core as smarm;
+/// let (tx, rx) = smarm::channel();
 /// tx.send("hello").unwrap();
 /// assert_eq!(rx.try_recv(), Ok("hello"));
 /// ```
@@ -240,15 +242,16 @@ pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
 /// `Empty`.
 ///
 /// ```
-/// use smarm_core::TrySendError;
+/// # use smarm_core as smarm;
+/// use smarm::TrySendError;
 ///
-/// let (tx, rx) = smarm_core::bounded(1);
+/// let (tx, rx) = smarm::bounded(1);
 /// tx.try_send(1).unwrap();
 /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
 /// assert_eq!(rx.try_recv(), Ok(1));
 ///
 /// // Nobody is waiting in `recv`: a rendezvous has no room at all.
-/// let (tx, rx) = smarm_core::bounded::<u8>(0);
+/// let (tx, rx) = smarm::bounded::<u8>(0);
 /// assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)));
 /// # drop(rx);
 /// ```
@@ -448,7 +451,8 @@ impl<T: Send> Sender<T> {
     /// a rendezvous, also when it goes while the sender waits).
     ///
     /// ```
-    /// let (tx, rx) = smarm_core::channel();
+    /// # use smarm_core as smarm;
+    /// let (tx, rx) = smarm::channel();
     /// tx.send(7).unwrap();
     /// drop(rx);
     /// assert_eq!(tx.send(8).unwrap_err().into_inner(), 8);
@@ -467,10 +471,11 @@ impl<T: Send> Sender<T> {
     /// `NotInProcess` otherwise.
     ///
     /// ```
+    /// # use smarm_core as smarm;
     /// use core::time::Duration;
-    /// use smarm_core::SendTimeoutError;
+    /// use smarm::SendTimeoutError;
     ///
-    /// let (tx, rx) = smarm_core::bounded(1);
+    /// let (tx, rx) = smarm::bounded(1);
     /// tx.send_timeout(1, Duration::from_millis(1)).unwrap();
     /// // Full, and no process to park: the message comes back.
     /// match tx.send_timeout(2, Duration::from_millis(1)) {
@@ -889,7 +894,8 @@ impl<T: Send> Receiver<T> {
     /// channel is empty now.
     ///
     /// ```
-    /// let (tx, rx) = smarm_core::channel();
+    /// # use smarm_core as smarm;
+    /// let (tx, rx) = smarm::channel();
     /// tx.send(1).unwrap();
     /// tx.send(2).unwrap();
     /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 2]);

@@ -113,7 +113,8 @@ fn wait<'a>(
 /// `remove` it once seen closed, or it starves every arm after it.
 ///
 /// ```no_run
-/// use smarm_core::{channel, Select};
+/// # use smarm_core as smarm;
+/// use smarm::{channel, Select};
 ///
 /// #[derive(Clone, Copy, PartialEq, Debug)]
 /// enum Arm { Control, Data }
@@ -125,7 +126,7 @@ fn wait<'a>(
 /// select.add(Arm::Data);
 /// loop {
 ///     let picked = select.wait(|arm| match arm {
-///         Arm::Control => &control as &dyn smarm_core::Selectable,
+///         Arm::Control => &control as &dyn smarm::Selectable,
 ///         Arm::Data => &data,
 ///     });
 ///     match picked {
