@@ -131,7 +131,7 @@ pub use smarm_core::actor::{
 };
 /// A process's state word state, as `list_processes` reports it.
 pub use smarm_core::kernel::state::State as ProcessState;
-/// Supervisors and gen_server (re-exported from `smarm-core`).
+// Supervisors and gen_server, each module with its own documentation.
 pub use smarm_core::otp::{gen_server, supervisor};
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
@@ -139,8 +139,8 @@ pub use smarm_core::{
     JoinHandle, NoPreempt, NoProc, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot, Waker, MAX_ACTORS,
     MAX_WORKERS,
 };
-/// Process primitives: channels, select, the actor mutex, monitors, links
-/// and the registry (re-exported from `smarm-core`).
+// Process primitives: channels, select, the actor mutex, monitors, links
+// and the registry (each with its own documentation).
 pub use smarm_core::{
     bounded, demonitor, exit, name_of, select_timeout, unlink, unregister, Down, ExitSignal, IntoIter, Iter,
     LockError, Monitor, MonitorId, MutexGuard, Never, Receiver, RecvError, RecvTimeoutError, RegisterError,
@@ -154,6 +154,8 @@ pub use smarm_core::{
 // The entry points, each with an example (shown on the item's page above
 // its own documentation).
 
+/// Spawns a process on the caller's worker; its [`JoinHandle`] gives back what the process returns.
+///
 /// ```
 /// let doubled = smarm::run(|| {
 ///     let child = smarm::spawn(|| 21 * 2).unwrap();
@@ -164,6 +166,8 @@ pub use smarm_core::{
 #[doc(inline)]
 pub use smarm_core::spawn;
 
+/// An unbounded channel between processes, used like `std::sync::mpsc::channel`.
+///
 /// ```
 /// let sum = smarm::run(|| {
 ///     let (tx, rx) = smarm::channel::<u32>();
@@ -181,6 +185,8 @@ pub use smarm_core::spawn;
 #[doc(inline)]
 pub use smarm_core::channel;
 
+/// Parks until one of several receivers is ready and returns its index, in priority order.
+///
 /// ```
 /// let got = smarm::run(|| {
 ///     let (_quiet_tx, quiet) = smarm::channel::<&str>();
@@ -197,6 +203,8 @@ pub use smarm_core::channel;
 #[doc(inline)]
 pub use smarm_core::select;
 
+/// A mutex whose contended `lock` parks the process, not the thread (FIFO hand-off).
+///
 /// ```
 /// use std::sync::Arc;
 ///
@@ -224,6 +232,8 @@ pub use smarm_core::select;
 #[doc(inline)]
 pub use smarm_core::Mutex;
 
+/// Watches a process: one [`Down`] message arrives when it dies, with its [`ExitReason`].
+///
 /// ```
 /// use smarm::ExitReason;
 ///
@@ -238,6 +248,8 @@ pub use smarm_core::Mutex;
 #[doc(inline)]
 pub use smarm_core::monitor;
 
+/// Links the calling process with another: an abnormal death of either ends the other (unless it traps exits).
+///
 /// ```
 /// use smarm::ExitReason;
 ///
@@ -261,6 +273,8 @@ pub use smarm_core::monitor;
 #[doc(inline)]
 pub use smarm_core::link;
 
+/// Turns exit signals sent to the calling process into [`ExitSignal`] messages instead of ending it.
+///
 /// ```
 /// use smarm::ExitReason;
 ///
@@ -282,6 +296,8 @@ pub use smarm_core::link;
 #[doc(inline)]
 pub use smarm_core::trap_exit;
 
+/// Registers a live process under a name, for [`whereis`] to find.
+///
 /// ```
 /// smarm::run(|| {
 ///     let (_keep, never) = smarm::channel::<()>();
@@ -299,6 +315,8 @@ pub use smarm_core::trap_exit;
 #[doc(inline)]
 pub use smarm_core::register;
 
+/// The pid registered under a name, if one is.
+///
 /// ```
 /// smarm::run(|| {
 ///     assert_eq!(smarm::whereis("nobody"), None);
@@ -309,6 +327,8 @@ pub use smarm_core::register;
 #[doc(inline)]
 pub use smarm_core::whereis;
 
+/// Supervisors: a process that starts children, watches them and restarts them by policy.
+///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
 /// use std::sync::Arc;
@@ -345,6 +365,8 @@ pub use smarm_core::whereis;
 #[doc(inline)]
 pub use smarm_core::Supervisor;
 
+/// Erlang's gen_server: a process that serves calls, casts and info messages from a state.
+///
 /// ```
 /// use smarm::{GenServer, Server};
 ///
@@ -378,6 +400,8 @@ pub use smarm_core::Supervisor;
 #[doc(inline)]
 pub use smarm_core::GenServer;
 
+/// A value local to each process, that travels with it across threads (see [`local!`]).
+///
 /// ```
 /// smarm::local! {
 ///     /// This process's request count.
@@ -395,6 +419,8 @@ pub use smarm_core::GenServer;
 #[doc(inline)]
 pub use smarm_core::otp::local::ActorLocal;
 
+/// A handler actor: a struct with a handler per message and no stack of its own.
+///
 /// ```
 /// use smarm::{Actor, Ctx};
 ///
@@ -438,6 +464,8 @@ pub use smarm_core::Actor;
 /// restarts); the `tracing` feature installs one that forwards them to the
 /// `tracing` ecosystem.
 pub use smarm_core::kernel::trace;
+/// Spawns a handler actor on the calling process's worker.
+///
 /// ```
 /// let answer = smarm::run(|| {
 ///     struct Echo(smarm::InboxAddr<u32>);
