@@ -63,6 +63,7 @@ pub(crate) static HOOKS: HostHooks = HostHooks {
     raise_stop,
     unwinding: std::thread::panicking,
     catch_panic,
+    threads: Some(&smarm_core::kernel::host::LINUX_THREADS),
 };
 
 /// Installs (once per process image) a panic hook that names the process

@@ -48,6 +48,7 @@ static HOOKS: HostHooks = HostHooks {
     raise_stop: || panic::resume_unwind(Box::new(Stop)),
     unwinding: std::thread::panicking,
     catch_panic: |f| panic::catch_unwind(AssertUnwindSafe(f)).err().map(|payload| message(&*payload)),
+    threads: None,
 };
 
 /// Runs `root` on a fresh runtime over the plain platform (`workers`

@@ -165,12 +165,15 @@ fn try_recv_tells_empty_from_disconnected() {
         assert_eq!(rx.try_recv(), Ok(5));
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
     });
-    // try_recv works outside a process too; recv and recv_timeout refuse.
+    // Outside a process the calls block the thread, as std's do.
     let (tx, rx) = smarm::channel::<u8>();
     tx.send(1).unwrap();
     assert_eq!(rx.try_recv(), Ok(1));
-    assert_eq!(rx.recv(), Err(RecvError::NotInProcess));
-    assert_eq!(rx.recv_timeout(ms(1)), Err(RecvTimeoutError::NotInProcess));
+    assert_eq!(rx.recv_timeout(ms(1)), Err(RecvTimeoutError::Timeout));
+    tx.send(2).unwrap();
+    assert_eq!(rx.recv(), Ok(2));
+    drop(tx);
+    assert_eq!(rx.recv(), Err(RecvError::Disconnected));
 }
 
 #[test]

@@ -409,13 +409,17 @@ fn try_iter_takes_what_is_there_now() {
         // The blocking iterator ends at once too: disconnected and empty.
         assert_eq!(rx.iter().next(), None);
     });
-    // Outside a process the blocking iterator yields what is there and
-    // ends where it would have to wait.
+    // Outside a process the blocking iterator blocks the thread, as std's
+    // does, and ends once the senders are gone.
     let (tx, rx) = smarm::channel::<u32>();
     tx.send(1).unwrap();
     tx.send(2).unwrap();
-    assert_eq!(rx.iter().collect::<Vec<_>>(), [1, 2]);
-    drop(tx);
+    let feeder = std::thread::spawn(move || {
+        std::thread::sleep(ms(5));
+        tx.send(3).unwrap();
+    });
+    assert_eq!(rx.iter().collect::<Vec<_>>(), [1, 2, 3]);
+    feeder.join().unwrap();
 }
 
 // -------------------------------------------------------------- send_timeout
@@ -484,14 +488,14 @@ drive_tests!(bounded_send_timeout => send_timeout_waits_for_room_then_gives_the_
 
 #[test]
 fn timed_calls_outside_a_process() {
-    // No clock and no process: a timed call does what it can at once.
+    // A plain thread waits on the platform's clock, as std's calls do.
     let (tx, rx) = smarm::bounded::<u32>(1);
     tx.send_timeout(1, ms(1)).unwrap();
-    assert_eq!(tx.send_timeout(2, ms(1)), Err(SendTimeoutError::NotInProcess(2)));
+    assert_eq!(tx.send_timeout(2, ms(1)), Err(SendTimeoutError::Timeout(2)));
     assert_eq!(rx.recv_timeout(ms(1)), Ok(1));
-    assert_eq!(rx.recv_timeout(ms(1)), Err(RecvTimeoutError::NotInProcess));
+    assert_eq!(rx.recv_timeout(ms(1)), Err(RecvTimeoutError::Timeout));
     let (tx, rx) = smarm::bounded::<u32>(0);
-    assert_eq!(tx.send_timeout(3, ms(1)), Err(SendTimeoutError::NotInProcess(3)));
+    assert_eq!(tx.send_timeout(3, ms(1)), Err(SendTimeoutError::Timeout(3)));
     drop(rx);
     assert_eq!(tx.send_timeout(4, ms(1)), Err(SendTimeoutError::Disconnected(4)));
 }

@@ -7,17 +7,33 @@
 //! recycled → death hooks → joiners woken → slot reclaimed only when no
 //! handle is outstanding.
 
+use alloc::vec::Vec;
+
 use smarm_platform::Stack;
 
 use crate::kernel::atomic::Ordering;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
-use crate::kernel::slab::{DeathHook, DeathHookId};
+use crate::kernel::slab::{DeathHook, DeathHookId, Joiner};
 use crate::kernel::state::State;
 use crate::kernel::trace::{self, TraceEvent};
 
 impl Shared {
+    /// Wakes everyone waiting in `join` on a process that is now ended.
+    fn wake_joiners(&self, joiners: Vec<Joiner>) {
+        for joiner in joiners {
+            match joiner {
+                Joiner::Process(pid, epoch) => {
+                    self.unpark_at(pid, epoch);
+                }
+                Joiner::Thread(wait) => {
+                    wait.wake();
+                }
+            }
+        }
+    }
+
     /// Runs the finalize sequence for a process that has switched out for
     /// the last time. Called by its worker's driver.
     pub(crate) fn finalize(&self, index: u32, generation: u32) {
@@ -50,9 +66,7 @@ impl Shared {
                 // Before the joiners wake: `live` is exact when `join`
                 // returns.
                 self.live.fetch_sub(1, Ordering::AcqRel);
-                for (joiner, epoch) in joiners {
-                    self.unpark_at(joiner, epoch);
-                }
+                self.wake_joiners(joiners);
                 if reclaim {
                     self.reclaim(index, generation);
                 }
@@ -77,9 +91,7 @@ impl Shared {
             cold.notified = true;
             core::mem::take(&mut cold.joiners)
         };
-        for (joiner, epoch) in joiners {
-            self.unpark_at(joiner, epoch);
-        }
+        self.wake_joiners(joiners);
         // Last: mark finalized and decide, in the same critical section as
         // the handle's drop decides, which of the two reclaims.
         let reclaim = {

@@ -68,8 +68,9 @@ pub enum JoinError {
     /// stopped by a linked process's death. The reason is the one its
     /// monitors see (converted with `From<ExitReason>`).
     Exited(ExitReason),
-    /// `join` was called outside a process, where it cannot park: join from
-    /// a process, or use `try_join`.
+    /// `join` would wait on a worker's driver outside any process (a
+    /// handler actor), where waiting would stall the worker: use
+    /// `try_join`.
     NotInProcess,
 }
 
@@ -111,7 +112,9 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             JoinError::Exited(reason) => write!(f, "process ended without a value: {reason}"),
-            JoinError::NotInProcess => f.write_str("join called outside a process: use try_join"),
+            JoinError::NotInProcess => {
+                f.write_str("join would wait, on a worker's driver outside any process: use try_join")
+            }
         }
     }
 }

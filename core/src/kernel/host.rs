@@ -10,6 +10,8 @@
 
 use alloc::boxed::Box;
 
+use smarm_platform::{Nanos, ParkToken};
+
 use crate::kernel::exit::ExitReason;
 
 /// What a host supplies. One set per process image, installed with
@@ -41,6 +43,26 @@ pub struct HostHooks {
     /// `None`; a panic there never comes back (its panic handler decides
     /// what happens to the worker).
     pub catch_panic: fn(&mut dyn FnMut()) -> Option<alloc::string::String>,
+    /// How a plain thread (one not running a process) blocks where a
+    /// process would park: in a channel's `recv`, a `join`, a `select`.
+    /// `None` on a host without threads to block (bare metal): there such
+    /// calls return `NotInProcess` where they would wait.
+    pub threads: Option<&'static ThreadHooks>,
+}
+
+/// How a host blocks and wakes plain threads, and the clock their
+/// deadlines are on.
+#[derive(Debug)]
+pub struct ThreadHooks {
+    /// Sleeps on `token` until it is woken or the deadline passes (on
+    /// `now`). A wake that came before the sleep makes it return at once;
+    /// a spurious return is allowed.
+    pub park: fn(&ParkToken, Option<Nanos>),
+    /// Wakes the thread sleeping (or about to sleep) on `token`.
+    pub unpark: fn(&ParkToken),
+    /// The monotonic clock, the same one the runtimes' platform reads, so
+    /// a deadline means the same instant to a thread and to a process.
+    pub now: fn() -> Nanos,
 }
 
 static HOOKS: crate::kernel::once::OnceRef<HostHooks> = crate::kernel::once::OnceRef::new();
@@ -56,3 +78,29 @@ pub fn install(hooks: &'static HostHooks) -> bool {
 pub(crate) fn hooks() -> Option<&'static HostHooks> {
     HOOKS.get()
 }
+
+/// How plain threads block: the installed host's [`ThreadHooks`], or,
+/// before any host is installed, the Linux platform's (with the `linux`
+/// feature), so a thread can wait on a channel before the first runtime
+/// is built. `None` on a host that cannot block threads.
+#[inline]
+pub(crate) fn thread_hooks() -> Option<&'static ThreadHooks> {
+    match hooks() {
+        Some(hooks) => hooks.threads,
+        None => DEFAULT_THREADS,
+    }
+}
+
+/// Plain threads on Linux sleep on a futex, on the platform's monotonic
+/// clock (the one every Linux runtime reads).
+#[cfg(feature = "linux")]
+pub static LINUX_THREADS: ThreadHooks = ThreadHooks {
+    park: smarm_platform::linux::park_token,
+    unpark: smarm_platform::linux::unpark_token,
+    now: smarm_platform::linux::monotonic_now,
+};
+
+#[cfg(feature = "linux")]
+const DEFAULT_THREADS: Option<&'static ThreadHooks> = Some(&LINUX_THREADS);
+#[cfg(not(feature = "linux"))]
+const DEFAULT_THREADS: Option<&'static ThreadHooks> = None;

@@ -17,6 +17,7 @@ use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::runtime::Shared;
 use crate::kernel::slab::Cold;
+use crate::kernel::wait::Wait;
 
 /// Spawns `f` as a process on the caller's worker. Its return value is
 /// what [`JoinHandle::join`] gives back.
@@ -103,31 +104,34 @@ impl<T: 'static> JoinHandle<T> {
         taken.ok_or(self)
     }
 
-    /// Parks the calling process until this one ends and its death
-    /// notifications (monitor `Down`s, link signals) are delivered, then
-    /// returns the body's value, or why it ended without one
-    /// ([`JoinError::Exited`]: panicked, stopped, or stopped by a link).
-    /// Outside a process: `Err(NotInProcess)` unless already finished.
+    /// Parks the calling process (sleeps a plain thread) until this one
+    /// ends and its death notifications (monitor `Down`s, link signals) are
+    /// delivered, then returns the body's value, or why it ended without
+    /// one ([`JoinError::Exited`]: panicked, stopped, or stopped by a
+    /// link). On a worker's driver outside any process (a handler actor):
+    /// `Err(NotInProcess)` unless already finished.
     pub fn join(self) -> Result<T, JoinError> {
         let slot = self.shared.slot_of(self.pid);
         loop {
-            let wait = process::begin_wait().ok();
+            let wait = Wait::begin().ok();
             {
                 let mut cold = slot.cold.lock();
                 if cold.notified {
                     let result = take_outcome::<T>(&mut cold);
                     drop(cold);
-                    if wait.is_some() {
-                        process::retire_wait();
+                    if let Some(wait) = wait {
+                        wait.retire();
                     }
                     return result;
                 }
-                match wait {
-                    Some(wait) => cold.joiners.push((wait.pid(), wait.epoch())),
+                match &wait {
+                    Some(wait) => cold.joiners.push(wait.waiter().joiner()),
                     None => return Err(JoinError::NotInProcess),
                 }
             }
-            process::park();
+            if let Some(wait) = wait {
+                wait.park();
+            }
         }
     }
 }

@@ -347,6 +347,14 @@ pub fn retire_wait() {
     running.observe_stop();
 }
 
+/// [`retire_wait`] without observing a stop: for a wait abandoned while
+/// the process unwinds (a stop raised there would abort the program).
+pub(crate) fn retire_wait_quietly() {
+    let Some(running) = Running::get() else { return };
+    let _ = running.slot().state.retire_wait(running.generation);
+    running.core().current.wait_open.set(false);
+}
+
 /// Parks the calling process until a wake stamped with its current wait's
 /// epoch lands (or a stop is requested, which raises on wake-up). Returns
 /// at once if that wake already landed. Outside a process it does nothing.

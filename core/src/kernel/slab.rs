@@ -13,6 +13,7 @@
 //! storage that grows by appending and never moves a slot, so a `&Slot`
 //! stays valid and a lookup takes no lock.
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use core::cell::UnsafeCell;
@@ -22,6 +23,7 @@ use smarm_platform::Stack;
 
 use crate::kernel::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use crate::kernel::exit::ExitReason;
+use crate::kernel::parker::ThreadWait;
 use crate::kernel::pid::Pid;
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::state::StateWord;
@@ -70,6 +72,14 @@ impl Default for SlotBody {
     }
 }
 
+/// One waiter in `join`: a process's wait (`(pid, epoch)`), or a plain
+/// thread's.
+#[derive(Debug)]
+pub(crate) enum Joiner {
+    Process(Pid, u32),
+    Thread(Arc<ThreadWait>),
+}
+
 /// Cold per-slot state, under the slot's leaf lock.
 #[derive(Default)]
 pub(crate) struct Cold {
@@ -79,8 +89,8 @@ pub(crate) struct Cold {
     pub(crate) exit: Option<ExitReason>,
     /// The body's return value, for the `JoinHandle` (normal exits only).
     pub(crate) value: Option<Box<dyn Any + Send>>,
-    /// `(pid, epoch)` of processes parked in `join` on this one.
-    pub(crate) joiners: Vec<(Pid, u32)>,
+    /// Who waits in `join` on this process.
+    pub(crate) joiners: Vec<Joiner>,
     /// A `JoinHandle` is outstanding: the slot may not be reclaimed.
     pub(crate) handle: bool,
     /// The worker has finalized the process.
@@ -217,7 +227,7 @@ mod tests {
         let mut cold = slot.cold.lock();
         cold.exit = Some(ExitReason::Normal);
         cold.value = Some(Box::new(guard()));
-        cold.joiners = vec![(Pid::from_parts(3, 1), 5)];
+        cold.joiners = vec![Joiner::Process(Pid::from_parts(3, 1), 5)];
         cold.handle = true;
         cold.finalized = true;
         cold.notified = true;

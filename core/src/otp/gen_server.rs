@@ -39,6 +39,7 @@ use core::time::Duration;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
+use crate::kernel::wait;
 use crate::otp::monitor::{self, Down, Monitor, MonitorId};
 use crate::otp::supervisor::{self, Child, Shutdown, StartError, SupervisorError, SupervisorRef};
 use crate::sync::channel::{
@@ -178,7 +179,8 @@ pub enum CallError {
     /// No reply within the timeout. The request may still be handled; its
     /// late reply is dropped.
     Timeout,
-    /// Called outside a process, where the caller cannot wait.
+    /// Called on a worker's driver outside any process (a handler actor),
+    /// where waiting would stall the worker.
     NotInProcess,
     /// The server called itself, which would wait forever.
     CallingSelf,
@@ -192,7 +194,9 @@ impl fmt::Display for CallError {
             CallError::Timeout => {
                 f.write_str("no reply within the timeout (the request may still be handled)")
             }
-            CallError::NotInProcess => f.write_str("call made outside a process: call from one"),
+            CallError::NotInProcess => {
+                f.write_str("call made on a worker's driver outside any process, where it cannot wait")
+            }
             CallError::CallingSelf => {
                 f.write_str("a server called itself: it would wait forever (handle it inline instead)")
             }
@@ -288,7 +292,9 @@ impl<G: GenServer> ServerRef<G> {
         self.pid
     }
 
-    /// Sends `request` and returns the reply; the caller parks meanwhile.
+    /// Sends `request` and returns the reply; the caller parks meanwhile (a
+    /// plain thread sleeps). From a handler actor: `NotInProcess`, and the
+    /// request is not sent.
     pub fn call(&self, request: G::Call) -> Result<G::Reply, CallError> {
         let reply = self.send_call(request)?;
         reply.recv().map_err(|e| match e {
@@ -309,10 +315,11 @@ impl<G: GenServer> ServerRef<G> {
     }
 
     fn send_call(&self, request: G::Call) -> Result<Receiver<G::Reply>, CallError> {
-        match process::self_pid() {
-            None => return Err(CallError::NotInProcess),
-            Some(me) if me == self.pid => return Err(CallError::CallingSelf),
-            Some(_) => {}
+        if !wait::can_wait() {
+            return Err(CallError::NotInProcess);
+        }
+        if process::self_pid() == Some(self.pid) {
+            return Err(CallError::CallingSelf);
         }
         let (tx, rx) = channel();
         self.inbox.send(Envelope::Call(request, tx)).map_err(|_| CallError::NoProc(self.pid))?;

@@ -109,6 +109,7 @@ use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::time::Instant;
 use crate::kernel::trace::{self, TraceEvent};
+use crate::kernel::wait;
 use crate::otp::link::{self, ExitSignal};
 use crate::otp::monitor::{self, Monitor};
 use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
@@ -294,7 +295,8 @@ pub enum SupervisorError {
     DuplicateName(String),
     /// The supervisor has exited.
     NoProc(Pid),
-    /// Called outside a process, where the call cannot wait for the reply.
+    /// Called on a worker's driver outside any process (a handler actor),
+    /// where waiting for the reply would stall the worker.
     NotInProcess,
     /// Called from the supervisor's own process (a start function), which
     /// would wait for itself forever.
@@ -312,9 +314,9 @@ impl fmt::Display for SupervisorError {
                 write!(f, "two children named {name:?}: child names must be unique")
             }
             SupervisorError::NoProc(pid) => write!(f, "supervisor {pid} has exited"),
-            SupervisorError::NotInProcess => {
-                f.write_str("supervisor call made outside a process: call from one")
-            }
+            SupervisorError::NotInProcess => f.write_str(
+                "supervisor call made on a worker's driver outside any process, where it cannot wait",
+            ),
             SupervisorError::CallingSelf => {
                 f.write_str("a supervisor called itself (from a start function): it would wait forever")
             }
@@ -551,10 +553,11 @@ impl SupervisorRef {
 
     /// Sends a request and waits for the reply.
     fn request<R: Send>(&self, make: impl FnOnce(Sender<R>) -> Control) -> Result<R, SupervisorError> {
-        match process::self_pid() {
-            None => return Err(SupervisorError::NotInProcess),
-            Some(me) if me == self.pid => return Err(SupervisorError::CallingSelf),
-            Some(_) => {}
+        if !wait::can_wait() {
+            return Err(SupervisorError::NotInProcess);
+        }
+        if process::self_pid() == Some(self.pid) {
+            return Err(SupervisorError::CallingSelf);
         }
         let (tx, rx) = channel();
         self.control.send(make(tx)).map_err(|_| SupervisorError::NoProc(self.pid))?;

@@ -17,7 +17,8 @@
 //! Protocol: the channel lock is a runtime lock of class `Channel`: nothing
 //! is locked under it and nothing user-visible runs under it except
 //! `recv_match`'s predicate (documented). A parked receiver leaves one
-//! registration, `(pid, epoch)` in a [`Waker`]; a sender takes it under the
+//! registration (a process's `(pid, epoch)` or a thread's parker) in a
+//! [`Waiter`]; a sender takes it under the
 //! lock and wakes it after releasing the lock. Registrations outlive their
 //! wait harmlessly: a wake stamped with a consumed epoch is one failed CAS.
 //! Messages dropped by the channel (the receiver went away) are dropped
@@ -42,9 +43,10 @@ use core::time::Duration;
 
 use crate::kernel::atomic::{AtomicUsize, Ordering};
 use crate::kernel::coop;
-use crate::kernel::process::{self, Waker};
+use crate::kernel::process;
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::time::Instant;
+use crate::kernel::wait::{self, Wait, Waiter};
 
 struct Inner<T> {
     queue: VecDeque<T>,
@@ -53,13 +55,13 @@ struct Inner<T> {
     /// Rendezvous only: the next offer's ticket.
     next_ticket: u64,
     /// The receiver's registration while it waits (recv or select).
-    receiver: Option<Waker>,
+    receiver: Option<Waiter>,
     /// Rendezvous only: the receiver is parked in a receive that takes the
     /// first message, so a sender may hand its value over and return.
     /// Cleared by every receiver-side look at the channel and by the hand.
     receiving: bool,
     /// Senders parked on a full buffered channel, in arrival order.
-    blocked_senders: VecDeque<Waker>,
+    blocked_senders: VecDeque<Waiter>,
     receiver_alive: bool,
 }
 
@@ -67,10 +69,10 @@ struct Inner<T> {
 struct Offer<T> {
     ticket: u64,
     value: T,
-    /// The parked sender, woken when the value is taken or the receiver
-    /// goes; `None` for a handed offer or a sender outside a process (it
-    /// polls).
-    sender: Option<Waker>,
+    /// The waiting sender, woken when the value is taken or the receiver
+    /// goes; `None` for a handed offer or a sender that cannot wait (on a
+    /// worker's driver outside a process: it polls).
+    sender: Option<Waiter>,
     /// Handed to a receiver parked in `recv`: its sender has returned, so
     /// nobody takes the value back.
     handed: bool,
@@ -82,9 +84,9 @@ enum Wakes {
     None,
     /// The senders parked on a full buffered channel: all of them (they
     /// race for the room; the losers park again).
-    Blocked(VecDeque<Waker>),
+    Blocked(VecDeque<Waiter>),
     /// The rendezvous sender whose value was taken.
-    Offerer(Waker),
+    Offerer(Waiter),
 }
 
 impl Wakes {
@@ -127,7 +129,7 @@ impl<T> Inner<T> {
 
     /// Hands `value` to the receiver parked in `recv` (`receiving`); returns
     /// its registration, to wake after the lock is released.
-    fn hand(&mut self, value: T) -> Option<Waker> {
+    fn hand(&mut self, value: T) -> Option<Waiter> {
         debug_assert!(self.receiving && self.offers.is_empty(), "a hand without a receiver waiting for it");
         let ticket = self.next_ticket;
         self.next_ticket += 1;
@@ -334,9 +336,9 @@ pub enum SendTimeoutError<T> {
     Timeout(T),
     /// The receiver is gone.
     Disconnected(T),
-    /// Called outside a process on a full channel: there is no clock to
-    /// wait by and no process to park. Use `try_send`, or `send`, which
-    /// spins.
+    /// Called on a worker's driver outside any process (a handler actor),
+    /// where waiting would stall the worker, on a full channel. Use
+    /// `try_send`.
     NotInProcess(T),
 }
 
@@ -374,7 +376,7 @@ impl<T> fmt::Display for SendTimeoutError<T> {
                 f.write_str("sending on a channel whose receiver is gone (the message is returned)")
             }
             SendTimeoutError::NotInProcess(_) => f.write_str(
-                "send_timeout called outside a process on a full channel: use try_send (the message is returned)",
+                "send_timeout would wait, on a worker's driver outside any process: use try_send (the message is returned)",
             ),
         }
     }
@@ -386,8 +388,9 @@ impl<T> core::error::Error for SendTimeoutError<T> {}
 pub enum RecvError {
     /// Every sender is gone and the channel is empty.
     Disconnected,
-    /// Called outside a process on an empty channel, where it cannot park:
-    /// use `try_recv`.
+    /// Called on a worker's driver outside any process (a handler actor) on
+    /// an empty channel, where waiting would stall the worker: use
+    /// `try_recv`.
     NotInProcess,
 }
 impl fmt::Display for RecvError {
@@ -396,7 +399,9 @@ impl fmt::Display for RecvError {
             RecvError::Disconnected => {
                 f.write_str("receiving on an empty channel whose senders are all gone")
             }
-            RecvError::NotInProcess => f.write_str("recv called outside a process: use try_recv"),
+            RecvError::NotInProcess => {
+                f.write_str("recv would wait, on a worker's driver outside any process: use try_recv")
+            }
         }
     }
 }
@@ -427,7 +432,8 @@ pub enum RecvTimeoutError {
     Timeout,
     /// Every sender is gone and the channel is empty.
     Disconnected,
-    /// Called outside a process on an empty channel, where it cannot park.
+    /// Called on a worker's driver outside any process (a handler actor) on
+    /// an empty channel, where waiting would stall the worker.
     NotInProcess,
 }
 impl fmt::Display for RecvTimeoutError {
@@ -437,7 +443,9 @@ impl fmt::Display for RecvTimeoutError {
             RecvTimeoutError::Disconnected => {
                 f.write_str("receiving on an empty channel whose senders are all gone")
             }
-            RecvTimeoutError::NotInProcess => f.write_str("recv_timeout called outside a process"),
+            RecvTimeoutError::NotInProcess => {
+                f.write_str("recv_timeout would wait, on a worker's driver outside any process")
+            }
         }
     }
 }
@@ -445,9 +453,10 @@ impl core::error::Error for RecvTimeoutError {}
 
 impl<T: Send> Sender<T> {
     /// Sends `value`. Unbounded: never blocks. Buffered: parks the sending
-    /// process while the channel is full. Rendezvous: parks until the
-    /// receiver has taken the value. Outside a process it spins instead of
-    /// parking. `Err` hands the message back when the receiver is gone (for
+    /// process (sleeps a plain thread) while the channel is full.
+    /// Rendezvous: parks until the receiver has taken the value. On a
+    /// worker's driver outside any process (a handler actor) it spins
+    /// instead. `Err` hands the message back when the receiver is gone (for
     /// a rendezvous, also when it goes while the sender waits).
     ///
     /// ```
@@ -467,26 +476,23 @@ impl<T: Send> Sender<T> {
     /// deadline wins: room that appears, or a receiver that takes the value,
     /// before the sender runs again is used.
     ///
-    /// Outside a process it sends if it can without waiting and returns
-    /// `NotInProcess` otherwise.
+    /// On a worker's driver outside any process it sends if it can without
+    /// waiting and returns `NotInProcess` otherwise.
     ///
     /// ```
     /// # use smarm_core as smarm;
     /// use core::time::Duration;
-    /// use smarm::SendTimeoutError;
     ///
     /// let (tx, rx) = smarm::bounded(1);
     /// tx.send_timeout(1, Duration::from_millis(1)).unwrap();
-    /// // Full, and no process to park: the message comes back.
-    /// match tx.send_timeout(2, Duration::from_millis(1)) {
-    ///     Err(SendTimeoutError::NotInProcess(v)) => assert_eq!(v, 2),
-    ///     other => panic!("{other:?}"),
-    /// }
+    /// // Full: after the timeout the message comes back.
+    /// let err = tx.send_timeout(2, Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(err.into_inner(), 2);
     /// # drop(rx);
     /// ```
     pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         coop::spend();
-        match process::now() {
+        match wait::now() {
             Some(now) => self.send_until(value, Some(now + timeout)),
             None => self.send_outside(value),
         }
@@ -496,13 +502,14 @@ impl<T: Send> Sender<T> {
     /// runtime's clock ([`now`](crate::kernel::process::now)).
     pub fn send_deadline(&self, value: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
         coop::spend();
-        match process::now() {
+        match wait::now() {
             Some(_) => self.send_until(value, Some(deadline)),
             None => self.send_outside(value),
         }
     }
 
-    /// A timed send outside a process: one try.
+    /// A timed send where no wait can be opened (a worker's driver outside
+    /// a process): one try.
     fn send_outside(&self, value: T) -> Result<(), SendTimeoutError<T>> {
         self.try_push(value).map_err(|e| match e {
             TrySendError::Full(v) => SendTimeoutError::NotInProcess(v),
@@ -511,8 +518,9 @@ impl<T: Send> Sender<T> {
     }
 
     /// Sends, waiting until `deadline` (`None`: for ever) while full.
-    /// `NotInProcess` never comes out: without a deadline it spins outside
-    /// a process, and a deadline exists only inside one.
+    /// `NotInProcess` never comes out: where no wait can be opened (a
+    /// worker's driver outside a process) it spins, and no deadline exists
+    /// there.
     fn send_until(&self, value: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
         if self.chan.is_rendezvous() {
             return self.send_rendezvous(value, deadline);
@@ -526,33 +534,32 @@ impl<T: Send> Sender<T> {
             }
             // Full: register as a blocked sender and park until the
             // receiver makes room (or the deadline).
-            let Ok(waker) = process::begin_wait() else {
+            let Ok(mut wait) = Wait::begin() else {
                 smarm_arch_spin();
                 continue;
             };
             if let Some(deadline) = deadline {
-                if process::now().is_some_and(|now| now >= deadline) {
-                    process::retire_wait();
+                if wait.expired(Some(deadline)) {
+                    wait.retire();
                     // Room first: one last try before reporting the timeout.
                     return self.try_push(value).map_err(|e| match e {
                         TrySendError::Full(v) => SendTimeoutError::Timeout(v),
                         TrySendError::Disconnected(v) => SendTimeoutError::Disconnected(v),
                     });
                 }
-                // Stamped with this wait's epoch: if room comes first, the
-                // timer fires later as a stale no-op.
-                let _ = process::wake_at(&waker, deadline);
+                // If room comes first, the deadline's wake is a stale no-op.
+                wait.wake_at(deadline);
             }
             let mut inner = self.chan.inner.lock();
             let full = self.chan.capacity.is_some_and(|cap| inner.queue.len() >= cap);
             if !full || !inner.receiver_alive {
                 drop(inner);
-                process::retire_wait();
+                wait.retire();
                 continue;
             }
-            inner.blocked_senders.push_back(waker);
+            inner.blocked_senders.push_back(wait.waiter());
             drop(inner);
-            process::park();
+            wait.park();
         }
     }
 
@@ -560,20 +567,21 @@ impl<T: Send> Sender<T> {
     /// offer it and park until it is taken, the receiver goes, or the
     /// deadline passes.
     fn send_rendezvous(&self, value: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
-        // The wait is opened before the lock, as the protocol asks; outside
-        // a process there is none and the loop below polls.
-        let waker = process::begin_wait().ok();
-        let retire = |waker: &Option<Waker>| {
-            if waker.is_some() {
-                process::retire_wait();
+        // The wait is opened before the lock, as the protocol asks; on a
+        // worker's driver outside a process there is none and the loop
+        // below polls.
+        let mut wait = Wait::begin().ok();
+        let retire = |wait: &mut Option<Wait>| {
+            if let Some(wait) = wait.take() {
+                wait.retire();
             }
         };
-        let expired = deadline.is_some_and(|deadline| process::now().is_some_and(|now| now >= deadline));
+        let expired = deadline.is_some_and(|deadline| wait::now().is_some_and(|now| now >= deadline));
         let ticket = {
             let mut inner = self.chan.inner.lock();
             if !inner.receiver_alive {
                 drop(inner);
-                retire(&waker);
+                retire(&mut wait);
                 return Err(SendTimeoutError::Disconnected(value));
             }
             if inner.receiving {
@@ -582,17 +590,22 @@ impl<T: Send> Sender<T> {
                 if let Some(receiver) = receiver {
                     receiver.wake();
                 }
-                retire(&waker);
+                retire(&mut wait);
                 return Ok(());
             }
             if expired {
                 drop(inner);
-                retire(&waker);
+                retire(&mut wait);
                 return Err(SendTimeoutError::Timeout(value));
             }
             let ticket = inner.next_ticket;
             inner.next_ticket += 1;
-            inner.offers.push_back(Offer { ticket, value, sender: waker.clone(), handed: false });
+            inner.offers.push_back(Offer {
+                ticket,
+                value,
+                sender: wait.as_ref().map(Wait::waiter),
+                handed: false,
+            });
             let receiver = inner.receiver.take();
             drop(inner);
             if let Some(receiver) = receiver {
@@ -601,29 +614,28 @@ impl<T: Send> Sender<T> {
             ticket
         };
         let mut withdraw = WithdrawOnUnwind { chan: &self.chan, ticket, armed: true };
-        let mut waker = waker;
         loop {
-            match &waker {
-                Some(waker) => {
+            match wait.take() {
+                Some(mut wait) => {
                     if let Some(deadline) = deadline {
-                        // If the value is taken first, the timer fires
-                        // later as a stale no-op.
-                        let _ = process::wake_at(waker, deadline);
+                        // If the value is taken first, the deadline's wake
+                        // is a stale no-op.
+                        wait.wake_at(deadline);
                     }
-                    process::park();
+                    wait.park();
                 }
                 None => smarm_arch_spin(),
             }
             // Woken: the value was taken, the receiver went, or the
             // deadline passed. Look (in a new wait, in case nothing did).
-            waker = process::begin_wait().ok();
-            let expired = deadline.is_some_and(|deadline| process::now().is_some_and(|now| now >= deadline));
+            wait = Wait::begin().ok();
+            let expired = deadline.is_some_and(|deadline| wait::now().is_some_and(|now| now >= deadline));
             let mut inner = self.chan.inner.lock();
             let Some(index) = inner.offers.iter().position(|offer| offer.ticket == ticket) else {
                 // Taken: delivered, whatever the deadline says.
                 drop(inner);
                 withdraw.armed = false;
-                retire(&waker);
+                retire(&mut wait);
                 return Ok(());
             };
             if !inner.receiver_alive || expired {
@@ -631,7 +643,7 @@ impl<T: Send> Sender<T> {
                 let offer = inner.offers.remove(index);
                 drop(inner);
                 withdraw.armed = false;
-                retire(&waker);
+                retire(&mut wait);
                 let Some(offer) = offer else { return Ok(()) };
                 return Err(if alive {
                     SendTimeoutError::Timeout(offer.value)
@@ -640,7 +652,7 @@ impl<T: Send> Sender<T> {
                 });
             }
             if let Some(offer) = inner.offers.get_mut(index) {
-                offer.sender = waker.clone();
+                offer.sender = wait.as_ref().map(Wait::waiter);
             }
         }
     }
@@ -742,10 +754,11 @@ impl<T: Send> Receiver<T> {
         self.poll(&|_| true)
     }
 
-    /// Parks the calling process until a message arrives; `Disconnected`
-    /// once the channel is empty and every sender is gone. Outside a
-    /// process it returns a message that is already there, and
-    /// `NotInProcess` where it would have to wait.
+    /// Parks the calling process (sleeps a plain thread) until a message
+    /// arrives; `Disconnected` once the channel is empty and every sender
+    /// is gone. On a worker's driver outside any process (a handler actor)
+    /// it returns a message that is already there, and `NotInProcess`
+    /// where it would have to wait.
     pub fn recv(&self) -> Result<T, RecvError> {
         coop::spend();
         self.recv_matching(None, true, |_| true).map_err(|e| match e {
@@ -758,7 +771,7 @@ impl<T: Send> Receiver<T> {
     /// that arrives together with the deadline wins (message first).
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         coop::spend();
-        match process::now() {
+        match wait::now() {
             Some(now) => self.recv_matching(Some(now + timeout), true, |_| true),
             None => self.poll(&|_| true).map_err(|e| match e {
                 TryRecvError::Empty => RecvTimeoutError::NotInProcess,
@@ -828,10 +841,10 @@ impl<T: Send> Receiver<T> {
         }
         let accept_hand = any && self.chan.is_rendezvous();
         loop {
-            let waker = process::begin_wait().map_err(|_| RecvTimeoutError::NotInProcess)?;
+            let mut wait = Wait::begin().map_err(|_| RecvTimeoutError::NotInProcess)?;
             if let Some(deadline) = deadline {
-                if process::now().is_some_and(|now| now >= deadline) {
-                    process::retire_wait();
+                if wait.expired(Some(deadline)) {
+                    wait.retire();
                     // Message first: one last look before reporting the timeout.
                     return match self.poll(&pred) {
                         Ok(v) => Ok(v),
@@ -839,9 +852,8 @@ impl<T: Send> Receiver<T> {
                         Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
                     };
                 }
-                // Stamped with this wait's epoch: if a message wins, the
-                // timer fires later as a stale no-op.
-                let _ = process::wake_at(&waker, deadline);
+                // If a message wins, the deadline's wake is a stale no-op.
+                wait.wake_at(deadline);
             }
             {
                 let mut inner = self.chan.inner.lock();
@@ -852,19 +864,22 @@ impl<T: Send> Receiver<T> {
                     // stop requested since begin_wait: unwinding past them
                     // would leave them parked for good.
                     wakes.wake();
-                    process::retire_wait();
+                    wait.retire();
                     return Ok(value);
                 }
                 if self.chan.senders.load(Ordering::Acquire) == 0 {
                     drop(inner);
-                    process::retire_wait();
+                    wait.retire();
                     return Err(RecvTimeoutError::Disconnected);
                 }
                 debug_assert!(
-                    inner.receiver.as_ref().is_none_or(|w| Some(w.pid()) == process::self_pid()),
+                    inner
+                        .receiver
+                        .as_ref()
+                        .is_none_or(|w| w.pid().is_none() || w.pid() == process::self_pid()),
                     "two processes receive on one channel"
                 );
-                inner.receiver = Some(waker);
+                inner.receiver = Some(wait.waiter());
                 inner.receiving = accept_hand;
             }
             // A stop raised out of the park must not leave `receiving` set
@@ -873,7 +888,7 @@ impl<T: Send> Receiver<T> {
             // Woken by a sender (a message, or the last sender's drop) or by
             // the timer. The wake consumed the wait, so look without opening
             // a new one; only if nothing is there does the loop wait again.
-            process::park();
+            wait.park();
             unhand.armed = false;
             match self.poll(&pred) {
                 Ok(v) => return Ok(v),
@@ -884,8 +899,8 @@ impl<T: Send> Receiver<T> {
     }
 
     /// A blocking iterator: [`recv`](Self::recv) until every sender is gone
-    /// and the channel is empty (or, outside a process, until it would
-    /// wait).
+    /// and the channel is empty (or, on a worker's driver outside any
+    /// process, until it would wait).
     pub fn iter(&self) -> Iter<'_, T> {
         Iter { receiver: self }
     }
@@ -1045,15 +1060,15 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
-/// One arm of a [`select`](crate::sync::select::select): something a process can
-/// wait on alongside others.
+/// One arm of a [`select`](crate::sync::select::select): something a process or
+/// a thread can wait on alongside others.
 pub trait Selectable {
     /// Whether a `try_recv` would return at once (a message, or the
     /// closure of the channel).
     fn is_ready(&self) -> bool;
-    /// Registers `waker` to be woken when the arm becomes ready; returns
+    /// Registers `waiter` to be woken when the arm becomes ready; returns
     /// `true` instead, registering nothing, if it already is.
-    fn register(&self, waker: &Waker) -> bool;
+    fn register(&self, waiter: &Waiter) -> bool;
 }
 
 /// On a rendezvous channel an arm is ready while a sender waits in `send`
@@ -1064,14 +1079,14 @@ impl<T: Send> Selectable for Receiver<T> {
         inner.has_message() || Chan::disconnected(&inner, self.chan.senders.load(Ordering::Acquire))
     }
 
-    fn register(&self, waker: &Waker) -> bool {
+    fn register(&self, waiter: &Waiter) -> bool {
         let mut inner = self.chan.inner.lock();
         // A select takes no message itself: no sender may hand one over.
         inner.receiving = false;
         if inner.has_message() || self.chan.senders.load(Ordering::Acquire) == 0 {
             return true;
         }
-        inner.receiver = Some(waker.clone());
+        inner.receiver = Some(waiter.clone());
         false
     }
 }

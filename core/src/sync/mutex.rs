@@ -1,4 +1,5 @@
-//! An actor-level mutex: contention parks the process, not the thread.
+//! An actor-level mutex: contention parks the process, not the thread (a
+//! plain thread that contends sleeps).
 //!
 //! Hand-off is FIFO: unlocking with waiters queued gives the lock directly
 //! to the first one (the lock stays held across the hand-off, so nobody can
@@ -14,16 +15,15 @@ use core::fmt;
 use core::ops::{Deref, DerefMut};
 use core::time::Duration;
 
-use crate::kernel::pid::Pid;
-use crate::kernel::process::{self, Waker};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::time::Instant;
+use crate::kernel::wait::{self, Wait, Waiter};
 
 struct LockState {
     locked: bool,
-    waiters: VecDeque<Waker>,
+    waiters: VecDeque<Waiter>,
     /// The waiter the lock was handed to, not yet collected by it.
-    granted: Option<(Pid, u32)>,
+    granted: Option<Waiter>,
 }
 
 /// A mutual-exclusion lock for processes.
@@ -50,7 +50,8 @@ impl<T: ?Sized> fmt::Debug for Mutex<T> {
 pub enum LockError {
     /// The deadline passed without a grant.
     Timeout,
-    /// Called outside a process, where it cannot park.
+    /// Called on a worker's driver outside any process (a handler actor),
+    /// where waiting would stall the worker.
     NotInProcess,
 }
 
@@ -115,8 +116,9 @@ impl<T: ?Sized> Mutex<T> {
         }
     }
 
-    /// Takes the lock, parking the process while another holds it. Outside
-    /// a process it spins. Spends one unit of the cooperative budget.
+    /// Takes the lock, parking the process (sleeping a plain thread) while
+    /// another holds it. On a worker's driver outside any process it spins.
+    /// Spends one unit of the cooperative budget.
     pub fn lock(&self) -> MutexGuard<'_, T> {
         crate::kernel::coop::spend();
         loop {
@@ -141,7 +143,7 @@ impl<T: ?Sized> Mutex<T> {
         if let Some(guard) = self.try_acquire() {
             return Ok(guard);
         }
-        let now = process::now().ok_or(LockError::NotInProcess)?;
+        let now = wait::now().ok_or(LockError::NotInProcess)?;
         self.lock_until(Some(now + timeout))
     }
 
@@ -150,10 +152,10 @@ impl<T: ?Sized> Mutex<T> {
             return Ok(guard);
         }
         loop {
-            let waker = process::begin_wait().map_err(|_| LockError::NotInProcess)?;
-            let me = (waker.pid(), waker.epoch());
+            let mut wait = Wait::begin().map_err(|_| LockError::NotInProcess)?;
+            let me = wait.waiter();
             if let Some(deadline) = deadline {
-                let _ = process::wake_at(&waker, deadline);
+                wait.wake_at(deadline);
             }
             {
                 let mut st = self.state.lock();
@@ -165,26 +167,27 @@ impl<T: ?Sized> Mutex<T> {
                     // unwinding then drops it and the lock is handed on
                     // instead of staying held by nobody.
                     let guard = MutexGuard { mutex: self };
-                    process::retire_wait();
+                    wait.retire();
                     return Ok(guard);
                 }
-                st.waiters.push_back(waker);
+                st.waiters.push_back(me.clone());
             }
             let cancel = CancelOnUnwind { mutex: self, me, armed: true };
-            process::park();
+            wait.park();
             let mut cancel = cancel;
             cancel.armed = false;
+            let me = &cancel.me;
             let mut st = self.state.lock();
-            if st.granted == Some(me) {
+            if st.granted.as_ref().is_some_and(|granted| granted.same_wait(me)) {
                 // Grant first: it landed, so it is ours, deadline or not.
                 st.granted = None;
                 return Ok(MutexGuard { mutex: self });
             }
-            // Not granted: the timer woke us. Leave the queue.
-            st.waiters.retain(|w| (w.pid(), w.epoch()) != me);
+            // Not granted: the deadline woke us. Leave the queue.
+            st.waiters.retain(|w| !w.same_wait(me));
             drop(st);
             if let Some(deadline) = deadline {
-                if process::now().is_some_and(|now| now >= deadline) {
+                if wait::now().is_some_and(|now| now >= deadline) {
                     return Err(LockError::Timeout);
                 }
             }
@@ -195,7 +198,7 @@ impl<T: ?Sized> Mutex<T> {
     fn unlock(&self) {
         let mut st = self.state.lock();
         if let Some(next) = st.waiters.pop_front() {
-            st.granted = Some((next.pid(), next.epoch()));
+            st.granted = Some(next.clone());
             drop(st);
             // If the wake is stale (its timer already woke it), the waiter
             // still finds the grant when it re-checks under the lock.
@@ -209,7 +212,7 @@ impl<T: ?Sized> Mutex<T> {
 /// Cleans up a waiter that unwinds (stop) out of its park.
 struct CancelOnUnwind<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,
-    me: (Pid, u32),
+    me: Waiter,
     armed: bool,
 }
 
@@ -219,14 +222,14 @@ impl<T: ?Sized> Drop for CancelOnUnwind<'_, T> {
             return;
         }
         let mut st = self.mutex.state.lock();
-        if st.granted == Some(self.me) {
+        if st.granted.as_ref().is_some_and(|granted| granted.same_wait(&self.me)) {
             // We were handed the lock as we were stopped: pass it on.
             st.granted = None;
             drop(st);
             self.mutex.unlock();
         } else {
-            let me = self.me;
-            st.waiters.retain(|w| (w.pid(), w.epoch()) != me);
+            let me = &self.me;
+            st.waiters.retain(|w| !w.same_wait(me));
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Waiting on several channels at once: [`select`] over a slice of arms,
 //! and [`Select`], a set of arms built once and waited on many times.
 //!
-//! `select` opens one wait, registers its [`Waker`](crate::kernel::process::Waker) in each arm in priority
-//! order, and parks once. There is no cancellation pass: when one arm wins,
+//! `select` opens one wait, registers its [`Waiter`] in each arm in priority
+//! order, and parks once (a process parks, a plain thread sleeps). There is no cancellation pass: when one arm wins,
 //! the registrations left in the others carry a consumed epoch and are
 //! inert — the next send on them fires one failed CAS and moves on. When an
 //! arm is already ready at registration time the wait is retired before
@@ -19,8 +19,8 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-use crate::kernel::process;
 use crate::kernel::time::Instant;
+use crate::kernel::wait::{self, Wait, Waiter};
 use crate::sync::channel::Selectable;
 
 fn first_ready<'a>(count: usize, arm: impl Fn(usize) -> &'a dyn Selectable) -> Option<usize> {
@@ -31,8 +31,9 @@ fn first_ready<'a>(count: usize, arm: impl Fn(usize) -> &'a dyn Selectable) -> O
 /// lowest ready index; then `try_recv` on that arm returns at once (the
 /// receiver is single, so nobody can take it first).
 ///
-/// With no arms it parks until stopped, like an empty `receive`. Outside a
-/// process it spins.
+/// With no arms it parks until stopped, like an empty `receive`. A plain
+/// thread sleeps where a process parks; on a worker's driver outside any
+/// process (a handler) it spins.
 pub fn select(arms: &[&dyn Selectable]) -> usize {
     loop {
         if let Some(i) = wait(arms.len(), |i| arms[i], None) {
@@ -42,9 +43,9 @@ pub fn select(arms: &[&dyn Selectable]) -> usize {
 }
 
 /// [`select`] with a timeout: `None` if no arm became ready within
-/// `timeout`. Outside a process (no runtime clock) it checks once.
+/// `timeout`. On a worker's driver outside any process it checks once.
 pub fn select_timeout(arms: &[&dyn Selectable], timeout: Duration) -> Option<usize> {
-    let Some(now) = process::now() else { return first_ready(arms.len(), |i| arms[i]) };
+    let Some(now) = wait::now() else { return first_ready(arms.len(), |i| arms[i]) };
     wait(arms.len(), |i| arms[i], Some(now + timeout))
 }
 
@@ -59,8 +60,8 @@ fn wait<'a>(
         return Some(i);
     }
     loop {
-        let Ok(waker) = process::begin_wait() else {
-            // Not a process: nothing to park; poll.
+        let Ok(mut wait) = Wait::begin() else {
+            // A driver outside a process: it must not sleep; poll.
             use smarm_arch::Arch;
             smarm_arch::Native::spin_hint();
             if let Some(i) = first_ready(count, &arm) {
@@ -69,24 +70,25 @@ fn wait<'a>(
             continue;
         };
         if let Some(deadline) = deadline {
-            if process::now().is_some_and(|now| now >= deadline) {
-                process::retire_wait();
+            if wait.expired(Some(deadline)) {
+                wait.retire();
                 return first_ready(count, &arm);
             }
-            // The timer is the select's own stamped waker; if an arm wins
-            // first it fires later as a stale no-op.
-            let _ = process::wake_at(&waker, deadline);
+            // The deadline wakes this wait only; if an arm wins first it is
+            // a stale no-op.
+            wait.wake_at(deadline);
         }
-        if (0..count).any(|i| arm(i).register(&waker)) {
+        let waiter = wait.waiter();
+        if (0..count).any(|i| arm(i).register(&waiter)) {
             // Ready at registration: retire the wait so the registrations
             // already made in earlier arms are inert.
-            process::retire_wait();
+            wait.retire();
             if let Some(i) = first_ready(count, &arm) {
                 return Some(i);
             }
             continue;
         }
-        process::park();
+        wait.park();
         if let Some(i) = first_ready(count, &arm) {
             return Some(i);
         }
@@ -215,9 +217,10 @@ impl<K: Copy + PartialEq> Select<K> {
         first_ready(self.keys.len(), |i| arm(self.keys[i])).map(|i| self.keys[i])
     }
 
-    /// Parks the calling process until an arm is ready and returns its key
-    /// (the first ready one in priority order). With no arm it parks until
-    /// stopped; outside a process it spins.
+    /// Parks the calling process (sleeps a plain thread) until an arm is
+    /// ready and returns its key (the first ready one in priority order).
+    /// With no arm it parks until stopped; on a worker's driver outside any
+    /// process it spins.
     pub fn wait<'a>(&self, arm: impl Fn(K) -> &'a dyn Selectable) -> K {
         loop {
             if let Some(i) = wait(self.keys.len(), |i| arm(self.keys[i]), None) {
@@ -227,10 +230,11 @@ impl<K: Copy + PartialEq> Select<K> {
     }
 
     /// [`wait`](Select::wait) with a timeout: `None` if no arm became ready
-    /// within `timeout`. Outside a process it checks once.
+    /// within `timeout`. On a worker's driver outside any process it checks
+    /// once.
     pub fn wait_timeout<'a>(&self, timeout: Duration, arm: impl Fn(K) -> &'a dyn Selectable) -> Option<K> {
         let resolve = |i: usize| arm(self.keys[i]);
-        let found = match process::now() {
+        let found = match wait::now() {
             Some(now) => wait(self.keys.len(), resolve, Some(now + timeout)),
             None => first_ready(self.keys.len(), resolve),
         };
@@ -247,7 +251,7 @@ impl Selectable for Never {
     fn is_ready(&self) -> bool {
         false
     }
-    fn register(&self, _waker: &process::Waker) -> bool {
+    fn register(&self, _waiter: &Waiter) -> bool {
         false
     }
 }

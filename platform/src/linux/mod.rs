@@ -129,7 +129,8 @@ impl Drop for LinuxPlatform {
     }
 }
 
-fn monotonic_now() -> Nanos {
+/// The monotonic clock every Linux platform reads ([`Platform::now`]).
+pub fn monotonic_now() -> Nanos {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `now` is a valid, writable timespec.
     let result = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
@@ -177,6 +178,56 @@ fn consume_wake(token: &ParkToken) -> bool {
     token.state.compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed).is_ok()
 }
 
+/// Sleeps on `token` until it is woken or `deadline` passes (a wake that
+/// came first is taken at once): [`Platform::park`] without a platform,
+/// for a plain thread.
+pub fn park_token(token: &ParkToken, deadline: Option<Nanos>) {
+    if consume_wake(token) {
+        return;
+    }
+    // Announce the sleep. Failure means a wake arrived (or another
+    // driver broke the one-parker rule and the word is PARKED already).
+    match token.state.compare_exchange(EMPTY, PARKED, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => {}
+        Err(NOTIFIED) => {
+            let _ = consume_wake(token);
+            return;
+        }
+        Err(_) => {}
+    }
+    loop {
+        let timeout = match deadline {
+            None => None,
+            Some(deadline) => {
+                let now = monotonic_now();
+                if now >= deadline {
+                    break;
+                }
+                Some(deadline - now)
+            }
+        };
+        futex_wait(&token.state, PARKED, timeout);
+        if token.state.load(Ordering::Relaxed) != PARKED {
+            break;
+        }
+        // Still PARKED: timeout (re-checked at the top), EINTR or a
+        // spurious return. Sleep again.
+    }
+    // Leave: either take the wake or withdraw the announcement. If the
+    // CAS loses, a wake replaced PARKED and is taken by `consume_wake`.
+    if token.state.compare_exchange(PARKED, EMPTY, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+        let _ = consume_wake(token);
+    }
+}
+
+/// Wakes whoever sleeps (or is about to sleep) on `token`.
+pub fn unpark_token(token: &ParkToken) {
+    // Release pairs with the Acquire in `consume_wake`.
+    if token.state.swap(NOTIFIED, Ordering::Release) == PARKED {
+        futex_wake_one(&token.state);
+    }
+}
+
 impl Platform for LinuxPlatform {
     fn name(&self) -> &'static str {
         "linux"
@@ -210,49 +261,11 @@ impl Platform for LinuxPlatform {
     }
 
     fn park(&self, token: &ParkToken, deadline: Option<Nanos>) {
-        if consume_wake(token) {
-            return;
-        }
-        // Announce the sleep. Failure means a wake arrived (or another
-        // driver broke the one-parker rule and the word is PARKED already).
-        match token.state.compare_exchange(EMPTY, PARKED, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => {}
-            Err(NOTIFIED) => {
-                let _ = consume_wake(token);
-                return;
-            }
-            Err(_) => {}
-        }
-        loop {
-            let timeout = match deadline {
-                None => None,
-                Some(deadline) => {
-                    let now = monotonic_now();
-                    if now >= deadline {
-                        break;
-                    }
-                    Some(deadline - now)
-                }
-            };
-            futex_wait(&token.state, PARKED, timeout);
-            if token.state.load(Ordering::Relaxed) != PARKED {
-                break;
-            }
-            // Still PARKED: timeout (re-checked at the top), EINTR or a
-            // spurious return. Sleep again.
-        }
-        // Leave: either take the wake or withdraw the announcement. If the
-        // CAS loses, a wake replaced PARKED and is taken by `consume_wake`.
-        if token.state.compare_exchange(PARKED, EMPTY, Ordering::Relaxed, Ordering::Relaxed).is_err() {
-            let _ = consume_wake(token);
-        }
+        park_token(token, deadline);
     }
 
     fn unpark(&self, token: &ParkToken) {
-        // Release pairs with the Acquire in `consume_wake`.
-        if token.state.swap(NOTIFIED, Ordering::Release) == PARKED {
-            futex_wake_one(&token.state);
-        }
+        unpark_token(token);
     }
 
     fn poll_register(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {

@@ -94,6 +94,8 @@ static HOOKS: HostHooks = HostHooks {
     // A handler actor's work runs on a stack of its own, abandoned if it
     // panics (see `handler`).
     catch_panic: crate::handler::catch_panic,
+    // No plain threads here: every core drives workers.
+    threads: None,
 };
 
 /// The [`Platform`] the runtimes hold: forwards to the image's static

@@ -1,0 +1,93 @@
+//! One wait of a plain OS thread: what a thread that is not running a
+//! process blocks on where a process would park.
+//!
+//! A [`ThreadWait`] is made fresh for every wait, so a stale registration
+//! (a clone left in a channel after the thread gave up) can only reach a
+//! wait that is over. Its state word goes `Waiting` → `Woken` (a waker's
+//! compare-and-swap) or `Waiting` → `Retired` (the thread's own, when its
+//! deadline passes or it found what it waited for): exactly one of the two
+//! wins, so a waker knows whether its wake landed, as a process's
+//! epoch-stamped wake tells it. The thread sleeps on a [`ParkToken`]
+//! through the host's thread hooks, which remember a wake that arrives
+//! before the sleep.
+
+use smarm_platform::{Nanos, ParkToken};
+
+use crate::kernel::atomic::{AtomicU32, Ordering};
+use crate::kernel::host::{self, ThreadHooks};
+
+const WAITING: u32 = 0;
+const WOKEN: u32 = 1;
+const RETIRED: u32 = 2;
+
+/// One wait of one plain thread; shared (in an `Arc`) between the thread
+/// and every place it registered with.
+#[derive(Debug)]
+pub(crate) struct ThreadWait {
+    state: AtomicU32,
+    token: ParkToken,
+    hooks: &'static ThreadHooks,
+}
+
+impl ThreadWait {
+    /// A new wait for the calling thread; `None` if the host cannot block
+    /// a thread (no hooks installed, or a host without threads).
+    pub(crate) fn new() -> Option<ThreadWait> {
+        let hooks = host::thread_hooks()?;
+        Some(ThreadWait::with_hooks(hooks))
+    }
+
+    /// A new wait parking through `hooks`.
+    pub(crate) fn with_hooks(hooks: &'static ThreadHooks) -> ThreadWait {
+        ThreadWait { state: AtomicU32::new(WAITING), token: ParkToken::new(), hooks }
+    }
+
+    /// The clock a thread's deadline is on (the runtimes' clock).
+    pub(crate) fn now(&self) -> Nanos {
+        (self.hooks.now)()
+    }
+
+    /// Wakes the wait if it is still open; returns whether the wake landed.
+    /// Callable from any thread, any number of times: only the first wake
+    /// of an open wait lands.
+    pub(crate) fn wake(&self) -> bool {
+        // AcqRel: the waker's writes before the wake (a queued message)
+        // happen before the woken thread's look; Acquire on failure is
+        // enough to read who won.
+        let landed = self.state.compare_exchange(WAITING, WOKEN, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if landed {
+            (self.hooks.unpark)(&self.token);
+        }
+        landed
+    }
+
+    /// Ends the wait without sleeping: a wake that already landed is eaten,
+    /// and every later one fails.
+    pub(crate) fn retire(&self) {
+        let _ = self.state.compare_exchange(WAITING, RETIRED, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Sleeps until a wake lands or `deadline` (on [`now`](Self::now))
+    /// passes; the wait is over either way. Returns whether a wake landed.
+    pub(crate) fn park(&self, deadline: Option<Nanos>) -> bool {
+        loop {
+            // Acquire pairs with the waker's AcqRel.
+            if self.state.load(Ordering::Acquire) == WOKEN {
+                return true;
+            }
+            if deadline.is_some_and(|deadline| self.now() >= deadline) {
+                // Time is up; a wake that wins the race still counts.
+                return self
+                    .state
+                    .compare_exchange(WAITING, RETIRED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err();
+            }
+            // A wake between the load and the sleep set the token, so the
+            // sleep returns at once; a spurious return loops.
+            (self.hooks.park)(&self.token, deadline);
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models;

@@ -1,0 +1,80 @@
+//! Loom models of a thread's wait: a wake racing the thread's own end of
+//! the wait (its deadline, or finding what it waited for).
+//!
+//! The hooks here sleep by yielding to loom (a spurious return, which
+//! `park` must tolerate) and read a clock that is always past the
+//! deadline, so the deadline branch races every wake.
+//!
+//! Theorems (one named test each):
+//! - `wake_racing_deadline`: exactly one of the wake and the deadline
+//!   wins, and both sides agree which — `park` reports a landed wake iff
+//!   `wake` returned true. Fails if `park`'s deadline branch reports "not
+//!   woken" without its compare-and-swap (a landed wake would be lost).
+//! - `wake_racing_retire`: after `retire`, a wake either landed before it
+//!   (and the state says so) or fails; a wake never lands on a retired
+//!   wait. Fails if `wake` stores `WOKEN` unconditionally.
+//! - `wake_ends_untimed_park`: a park without deadline returns, woken,
+//!   whatever the interleaving with the wake.
+
+use loom::sync::Arc;
+use loom::thread;
+
+use super::{ThreadWait, RETIRED, WOKEN};
+use crate::kernel::atomic::Ordering;
+use crate::kernel::host::ThreadHooks;
+use smarm_platform::{Nanos, ParkToken};
+
+fn park_yield(_: &ParkToken, _: Option<Nanos>) {
+    thread::yield_now();
+}
+
+fn unpark_nothing(_: &ParkToken) {}
+
+fn late_clock() -> Nanos {
+    Nanos::MAX
+}
+
+static HOOKS: ThreadHooks = ThreadHooks { park: park_yield, unpark: unpark_nothing, now: late_clock };
+
+#[test]
+fn wake_racing_deadline() {
+    loom::model(|| {
+        let wait = Arc::new(ThreadWait::with_hooks(&HOOKS));
+        let waker = {
+            let wait = wait.clone();
+            thread::spawn(move || wait.wake())
+        };
+        let woken = wait.park(Some(0));
+        let landed = waker.join().unwrap();
+        assert_eq!(woken, landed, "the thread and its waker disagree on who won");
+    });
+}
+
+#[test]
+fn wake_racing_retire() {
+    loom::model(|| {
+        let wait = Arc::new(ThreadWait::with_hooks(&HOOKS));
+        let waker = {
+            let wait = wait.clone();
+            thread::spawn(move || wait.wake())
+        };
+        wait.retire();
+        let landed = waker.join().unwrap();
+        let state = wait.state.load(Ordering::Acquire);
+        assert_eq!(landed, state == WOKEN);
+        assert!(landed || state == RETIRED);
+    });
+}
+
+#[test]
+fn wake_ends_untimed_park() {
+    loom::model(|| {
+        let wait = Arc::new(ThreadWait::with_hooks(&HOOKS));
+        let waker = {
+            let wait = wait.clone();
+            thread::spawn(move || wait.wake())
+        };
+        assert!(wait.park(None));
+        assert!(waker.join().unwrap());
+    });
+}

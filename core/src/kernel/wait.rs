@@ -1,0 +1,230 @@
+//! One wait, by a process or by a plain thread: the guard every blocking
+//! primitive (channels, select, the mutex, join, inboxes) waits through.
+//!
+//! A blocking call opens a [`Wait`] before it takes any lock, registers the
+//! wait's [`Waiter`] wherever a wake can come from, then [`park`]s — or,
+//! when it finds what it waited for while registering, [`retire`]s the wait
+//! so every registration it left is stale. Every waiter wakes its wait at
+//! most once, and a wake that comes after the wait is over fails harmlessly.
+//!
+//! Inside a process the wait is the process's own: epoch-stamped, no
+//! allocation, the process parks and its worker runs others (see
+//! [`process::begin_wait`]). On a plain thread — `main`, a thread of your
+//! own — it is a fresh thread wait the thread sleeps on, through the host's
+//! thread hooks. The one place no wait can be opened is a worker's driver
+//! outside any process (a handler actor, a host hook): sleeping there would
+//! stall every process of the worker, so [`Wait::begin`] says
+//! [`NotInProcess`] (as it does on a host that cannot block threads).
+//!
+//! [`park`]: Wait::park
+//! [`retire`]: Wait::retire
+
+use alloc::sync::Arc;
+use core::fmt;
+
+use crate::kernel::current;
+use crate::kernel::error::NotInProcess;
+use crate::kernel::parker::ThreadWait;
+use crate::kernel::pid::Pid;
+use crate::kernel::process::{self, Waker};
+use crate::kernel::slab::Joiner;
+use crate::kernel::time::Instant;
+
+/// Who a wake is for: one wait of a process or of a plain thread. Clones
+/// wake the same wait, at most once between them all.
+#[derive(Clone)]
+pub struct Waiter(Kind);
+
+#[derive(Clone)]
+enum Kind {
+    Process(Waker),
+    Thread(Arc<ThreadWait>),
+}
+
+impl fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Kind::Process(waker) => f.debug_tuple("Waiter").field(waker).finish(),
+            Kind::Thread(_) => f.write_str("Waiter(thread)"),
+        }
+    }
+}
+
+impl Waiter {
+    /// Wakes the wait if it is still open; returns whether the wake
+    /// landed. Callable from any thread.
+    pub fn wake(&self) -> bool {
+        match &self.0 {
+            Kind::Process(waker) => waker.wake(),
+            Kind::Thread(wait) => wait.wake(),
+        }
+    }
+
+    /// The waiting process; `None` for a plain thread.
+    pub fn pid(&self) -> Option<Pid> {
+        match &self.0 {
+            Kind::Process(waker) => Some(waker.pid()),
+            Kind::Thread(_) => None,
+        }
+    }
+
+    /// Whether `self` and `other` stand for the same wait.
+    pub fn same_wait(&self, other: &Waiter) -> bool {
+        match (&self.0, &other.0) {
+            (Kind::Process(a), Kind::Process(b)) => {
+                a.pid() == b.pid() && a.epoch() == b.epoch() && a.same_runtime(b)
+            }
+            (Kind::Thread(a), Kind::Thread(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// This wait as a joiner of a process (see `JoinHandle::join`).
+    pub(crate) fn joiner(&self) -> Joiner {
+        match &self.0 {
+            Kind::Process(waker) => Joiner::Process(waker.pid(), waker.epoch()),
+            Kind::Thread(wait) => Joiner::Thread(wait.clone()),
+        }
+    }
+
+    /// The process waker inside, if this is a process's wait.
+    pub fn as_process(&self) -> Option<&Waker> {
+        match &self.0 {
+            Kind::Process(waker) => Some(waker),
+            Kind::Thread(_) => None,
+        }
+    }
+}
+
+/// An open wait of the calling process or thread. Opened before any lock
+/// is taken; ended by [`park`](Self::park) or [`retire`](Self::retire)
+/// (dropping it retires it too, quietly).
+#[must_use = "a wait is ended by park or retire"]
+pub struct Wait {
+    kind: Kind,
+    /// A thread's deadline (a process's is a timer on its worker).
+    deadline: Option<Instant>,
+    open: bool,
+}
+
+impl fmt::Debug for Wait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wait").field("waiter", &self.waiter()).field("deadline", &self.deadline).finish()
+    }
+}
+
+impl Wait {
+    /// Opens a wait for the caller: the running process, or else the
+    /// calling plain thread. `NotInProcess` on a worker's driver outside a
+    /// process, and on a host that cannot block threads. Inside a process
+    /// it is an observation point for `request_stop`.
+    pub fn begin() -> Result<Wait, NotInProcess> {
+        if let Ok(waker) = process::begin_wait() {
+            return Ok(Wait { kind: Kind::Process(waker), deadline: None, open: true });
+        }
+        if current::registered().is_some() {
+            return Err(NotInProcess);
+        }
+        let wait = ThreadWait::new().ok_or(NotInProcess)?;
+        Ok(Wait { kind: Kind::Thread(Arc::new(wait)), deadline: None, open: true })
+    }
+
+    /// A registration for this wait, to leave wherever a wake can come
+    /// from.
+    pub fn waiter(&self) -> Waiter {
+        Waiter(self.kind.clone())
+    }
+
+    /// Whether the caller is a process (it parks) rather than a plain
+    /// thread (it sleeps).
+    pub fn in_process(&self) -> bool {
+        matches!(self.kind, Kind::Process(_))
+    }
+
+    /// Now, on the clock deadlines are on.
+    pub fn now(&self) -> Instant {
+        match &self.kind {
+            Kind::Process(_) => process::now().unwrap_or(Instant::from_nanos(0)),
+            Kind::Thread(wait) => Instant::from_nanos(wait.now()),
+        }
+    }
+
+    /// Whether `deadline` has passed.
+    pub fn expired(&self, deadline: Option<Instant>) -> bool {
+        deadline.is_some_and(|deadline| self.now() >= deadline)
+    }
+
+    /// Makes the wait end at `deadline` if nothing wakes it first. For a
+    /// process this arms a timer, which fires as a stale no-op if the wait
+    /// ends another way.
+    pub fn wake_at(&mut self, deadline: Instant) {
+        match &self.kind {
+            Kind::Process(waker) => {
+                let _ = process::wake_at(waker, deadline);
+            }
+            Kind::Thread(_) => self.deadline = Some(deadline),
+        }
+    }
+
+    /// Parks the process (sleeps the thread) until a wake lands or the
+    /// deadline set with [`wake_at`](Self::wake_at) passes. Returns at once
+    /// if a wake already landed. Inside a process it is an observation
+    /// point for `request_stop`.
+    pub fn park(mut self) {
+        self.open = false;
+        match &self.kind {
+            Kind::Process(_) => process::park(),
+            Kind::Thread(wait) => {
+                let _ = wait.park(self.deadline.map(Instant::as_nanos));
+            }
+        }
+    }
+
+    /// Ends the wait without parking: every registration it left is stale
+    /// and a wake that already landed is eaten. Inside a process it is an
+    /// observation point for `request_stop`.
+    pub fn retire(mut self) {
+        self.open = false;
+        match &self.kind {
+            Kind::Process(_) => process::retire_wait(),
+            Kind::Thread(wait) => wait.retire(),
+        }
+    }
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
+        if self.open {
+            // Not ended (an early return, or an unwind): retire without
+            // observing a stop, which could raise inside an unwind.
+            match &self.kind {
+                Kind::Process(_) => process::retire_wait_quietly(),
+                Kind::Thread(wait) => wait.retire(),
+            }
+        }
+    }
+}
+
+/// Whether the caller can wait: it is a process, or a plain thread on a
+/// host that can block threads (not a worker's driver outside a process).
+pub fn can_wait() -> bool {
+    if process::self_pid().is_some() {
+        return true;
+    }
+    current::registered().is_none() && crate::kernel::host::thread_hooks().is_some()
+}
+
+/// Now on the runtimes' clock, for a deadline: the running process's
+/// runtime clock, or on a plain thread the host's (the same clock). `None`
+/// on a worker's driver outside a process, and on a host that cannot block
+/// threads.
+pub fn now() -> Option<Instant> {
+    if let Some(now) = process::now() {
+        return Some(now);
+    }
+    if current::registered().is_some() {
+        return None;
+    }
+    let threads = crate::kernel::host::thread_hooks()?;
+    Some(Instant::from_nanos((threads.now)()))
+}
