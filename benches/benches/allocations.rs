@@ -1,6 +1,7 @@
 //! Heap allocations per operation, counted by a global allocator that
-//! wraps the system's: per spawn + join, and per message on a same-worker
-//! channel ping-pong, for smarm and tokio (`current_thread`). A
+//! wraps the system's: per spawn + join, per message on a same-worker
+//! channel ping-pong, and per `block_on` of a ready future, for smarm and
+//! tokio (`current_thread`). A
 //! measurement, not a timing: it prints its figures and writes them where
 //! the summarizer reads them ([`smarm_benches::measure`]).
 //!
@@ -153,6 +154,28 @@ fn tokio_message() -> f64 {
     })
 }
 
+/// `block_on` calls of a ready future per round.
+const BLOCK_ONS: u64 = 10_000;
+
+fn smarm_block_on_ready() -> f64 {
+    smarm::run(|| {
+        per_op(BLOCK_ONS, || {
+            for i in 0..BLOCK_ONS {
+                std::hint::black_box(smarm::block_on(async move { i }).expect("in a process"));
+            }
+        })
+    })
+}
+
+fn tokio_block_on_ready() -> f64 {
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime");
+    per_op(BLOCK_ONS, || {
+        for i in 0..BLOCK_ONS {
+            std::hint::black_box(rt.block_on(async move { i }));
+        }
+    })
+}
+
 fn main() {
     // `cargo bench` passes criterion's flags (and `--bench`); none applies.
     let rows: Vec<(String, Measurement)> = [
@@ -164,6 +187,16 @@ fn main() {
         ("allocations/spawn_join/tokio/task", tokio_spawn_join, "per spawn + join, 10,000 warm"),
         ("allocations/message/smarm/channel", smarm_message, "per message, same-worker ping-pong, warm"),
         ("allocations/message/tokio/mpsc", tokio_message, "per message, same-worker ping-pong, warm"),
+        (
+            "allocations/block_on_ready/smarm/in_process",
+            smarm_block_on_ready,
+            "per block_on of a ready future, warm",
+        ),
+        (
+            "allocations/block_on_ready/tokio/current_thread",
+            tokio_block_on_ready,
+            "per block_on of a ready future, warm",
+        ),
     ]
     .into_iter()
     .map(|(id, measure, note)| {

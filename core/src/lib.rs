@@ -60,6 +60,7 @@ pub use otp::supervisor::{
     Child, ChildInfo, ChildSpec, Restart, Shutdown, StartError, Strategy, Supervisor, SupervisorError,
     SupervisorRef,
 };
+pub use sync::block_on::{block_on, CannotBlock};
 pub use sync::channel::{
     bounded, channel, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
     SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,

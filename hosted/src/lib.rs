@@ -75,6 +75,34 @@
 //! such loops. Preemption never happens while a runtime lock is held
 //! ([`NoPreempt`]).
 //!
+//! # Plain threads and futures
+//!
+//! Every blocking call — `recv`, a full `send`, [`select`], the
+//! [`Mutex`], `join`, a monitor's `Down`, a gen_server `call` — parks a
+//! process, and blocks a plain OS thread (`main`, a thread of your own)
+//! the way std's calls do. So `main` can wait on what processes produce:
+//!
+//! ```
+//! let (tx, rx) = smarm::channel::<u32>();
+//! let runtime = std::thread::spawn(move || {
+//!     smarm::run(move || {
+//!         for i in 1..=3 {
+//!             tx.send(i).unwrap();
+//!             smarm::sleep(std::time::Duration::from_millis(1));
+//!         }
+//!     })
+//! });
+//! // This thread sleeps in `recv` until each message comes, then sees the
+//! // channel close when the process ends.
+//! let got: Vec<u32> = rx.iter().collect();
+//! assert_eq!(got, [1, 2, 3]);
+//! runtime.join().unwrap();
+//! ```
+//!
+//! [`block_on`] runs a future inside a process: the process parks between
+//! polls and the future's waker wakes it from any thread, so an async
+//! library's futures run in a process unchanged (its page has an example).
+//!
 //! # Io
 //!
 //! [`io`] lets a process do blocking io without blocking its worker:
@@ -142,9 +170,10 @@ pub use smarm_core::{
 // Process primitives: channels, select, the actor mutex, monitors, links
 // and the registry (each with its own documentation).
 pub use smarm_core::{
-    bounded, demonitor, exit, name_of, select_timeout, unlink, unregister, Down, ExitSignal, IntoIter, Iter,
-    LockError, Monitor, MonitorId, MutexGuard, Never, Receiver, RecvError, RecvTimeoutError, RegisterError,
-    Select, Selectable, SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+    bounded, demonitor, exit, name_of, select_timeout, unlink, unregister, CannotBlock, Down, ExitSignal,
+    IntoIter, Iter, LockError, Monitor, MonitorId, MutexGuard, Never, Receiver, RecvError, RecvTimeoutError,
+    RegisterError, Select, Selectable, SendError, SendTimeoutError, Sender, TryIter, TryRecvError,
+    TrySendError,
 };
 pub use smarm_core::{ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx};
 pub use smarm_core::{
@@ -202,6 +231,58 @@ pub use smarm_core::channel;
 /// ```
 #[doc(inline)]
 pub use smarm_core::select;
+
+/// Runs a future to its end: inside a process the process parks between polls; on a plain thread the thread sleeps.
+///
+/// The future's waker wakes the process from any thread, so an async
+/// library runs inside a process unchanged. In a handler actor it never
+/// blocks: it polls once and hands a pending future back
+/// ([`CannotBlock`]).
+///
+/// ```
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::sync::{Arc, Mutex};
+/// use std::task::{Context, Poll, Waker};
+///
+/// // A one-shot value set by another thread, as an async library would
+/// // deliver it.
+/// #[derive(Default)]
+/// struct Slot(Mutex<(Option<u32>, Option<Waker>)>);
+/// struct Get(Arc<Slot>);
+/// impl Future for Get {
+///     type Output = u32;
+///     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+///         let mut slot = self.0 .0.lock().unwrap();
+///         match slot.0.take() {
+///             Some(value) => Poll::Ready(value),
+///             None => {
+///                 slot.1 = Some(cx.waker().clone());
+///                 Poll::Pending
+///             }
+///         }
+///     }
+/// }
+///
+/// let got = smarm::run(|| {
+///     let slot = Arc::new(Slot::default());
+///     let setter = slot.clone();
+///     std::thread::spawn(move || {
+///         std::thread::sleep(std::time::Duration::from_millis(5));
+///         let waker = {
+///             let mut slot = setter.0.lock().unwrap();
+///             slot.0 = Some(42);
+///             slot.1.take()
+///         };
+///         waker.into_iter().for_each(Waker::wake);
+///     });
+///     // The process parks here; its worker runs others meanwhile.
+///     smarm::block_on(Get(slot)).unwrap()
+/// });
+/// assert_eq!(got, 42);
+/// ```
+#[doc(inline)]
+pub use smarm_core::block_on;
 
 /// A mutex whose contended `lock` parks the process, not the thread (FIFO hand-off).
 ///

@@ -316,3 +316,30 @@ fn a_handler_still_cannot_wait() {
     });
     assert_eq!(got, RecvError::NotInProcess);
 }
+
+/// A thread blocked in `recv` on a channel whose sender a parked process
+/// holds gets `Disconnected` when the Engine shuts down (the process is
+/// stopped, its stack unwinds, the sender drops); a thread blocked in
+/// `join` on that process sees it stopped.
+#[test]
+fn engine_shutdown_releases_threads_in_recv_and_join() {
+    let engine = smarm::Engine::builder().workers(2).build().unwrap();
+    let (tx, rx) = smarm::channel::<u32>();
+    let (parked_tx, parked) = smarm::channel::<()>();
+    let holder = engine
+        .runtime()
+        .spawn(move || {
+            let _keep = tx;
+            parked_tx.send(()).unwrap();
+            smarm::sleep(ms(600_000));
+        })
+        .unwrap();
+    // This thread waits for the holder to park, as any thread may.
+    parked.recv().unwrap();
+    let reader = thread::spawn(move || rx.recv());
+    let joiner = thread::spawn(move || holder.join());
+    thread::sleep(ms(20));
+    engine.shutdown();
+    assert_eq!(reader.join().unwrap(), Err(RecvError::Disconnected));
+    assert_eq!(joiner.join().unwrap(), Err(JoinError::Exited(ExitReason::Stopped)));
+}

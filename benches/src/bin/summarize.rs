@@ -91,6 +91,20 @@ const COMPARISONS: &[Comparison] = &[
         peer: "may/coroutines_mpsc",
         goal: 1.0,
     },
+    // A plain thread waiting on smarm channels, against two threads on
+    // std's; block_on of a ready future against tokio's.
+    Comparison {
+        group: "thread_ping_pong",
+        smarm: "smarm/thread_process",
+        peer: "std/mpsc_thread_thread",
+        goal: 1.2,
+    },
+    Comparison {
+        group: "block_on_ready",
+        smarm: "smarm/in_process",
+        peer: "tokio/current_thread",
+        goal: 1.0,
+    },
     // Each wake ring against the default (mpmc), reported.
     Comparison { group: "rq_micro/pairs/1t", smarm: "mutex", peer: "mpmc", goal: REPORT },
     Comparison { group: "rq_micro/pairs/1t", smarm: "striped", peer: "mpmc", goal: REPORT },

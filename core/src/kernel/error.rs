@@ -127,13 +127,36 @@ impl From<ExitReason> for JoinError {
     }
 }
 
-/// A blocking call was made outside any process.
+/// A call that needs a process, or a wait, was made where there is none.
+///
+/// Every blocking call of smarm — a channel's `recv` and full or
+/// rendezvous `send`, `select`, the mutex, `join`, a monitor's `Down`, a
+/// gen_server `call`, [`block_on`](crate::block_on) — parks the calling
+/// process, and on a plain OS thread (`main`, a thread of your own) blocks
+/// the thread, with timed variants honouring their deadline either way.
+/// Waiting has no meaning, and these calls return `NotInProcess` (the
+/// `NotInProcess` variant of their error) where they would wait, in two
+/// places only:
+///
+/// - **on a worker's driver outside any process** — inside a handler
+///   actor's `handle`, a worker extension, a host hook — where sleeping
+///   would stall every process of that worker (there the non-waiting part
+///   still runs: a message already queued is returned, an uncontended
+///   lock is taken);
+/// - **on a host that cannot block threads** (bare metal, the plain
+///   platform's tests), for code outside a process.
+///
+/// Calls that act on the caller as a process — `spawn` on the caller's
+/// worker, `self_pid`, `register`, `trap_exit`, an [`ActorLocal`] — say
+/// `NotInProcess` anywhere outside a process.
+///
+/// [`ActorLocal`]: crate::otp::local::ActorLocal
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotInProcess;
 
 impl fmt::Display for NotInProcess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("this call parks the calling process and was made outside any process")
+        f.write_str("this call needs a process (or a wait) and was made where there is none")
     }
 }
 impl core::error::Error for NotInProcess {}

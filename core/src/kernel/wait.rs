@@ -129,6 +129,12 @@ impl Wait {
         Ok(Wait { kind: Kind::Thread(Arc::new(wait)), deadline: None, open: true })
     }
 
+    /// A thread's wait parking through `hooks`, for loom models.
+    #[cfg(loom)]
+    pub(crate) fn on_thread(hooks: &'static crate::kernel::host::ThreadHooks) -> Wait {
+        Wait { kind: Kind::Thread(Arc::new(ThreadWait::with_hooks(hooks))), deadline: None, open: true }
+    }
+
     /// A registration for this wait, to leave wherever a wake can come
     /// from.
     pub fn waiter(&self) -> Waiter {

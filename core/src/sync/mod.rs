@@ -6,6 +6,7 @@
 //! the wait when the condition already holds). This layer imports only
 //! [`crate::kernel`].
 
+pub mod block_on;
 pub mod channel;
 pub mod mutex;
 pub mod select;
