@@ -51,6 +51,7 @@ pub use kernel::process::{
 pub use kernel::runtime::{Admin, BuildError, Drivers, Runtime, RuntimeParts};
 pub use kernel::single::SingleThreadRuntime;
 pub use kernel::time::Instant;
+pub use kernel::wait::Waiter;
 pub use kernel::worker::{abandon_current, StatsSnapshot, Worker};
 pub use otp::gen_server::{
     CallError, GenServer, Server, ServerCtx, ServerLookupError, ServerRef, TerminateReason, Watcher,

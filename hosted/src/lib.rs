@@ -173,7 +173,7 @@ pub use smarm_core::{
     bounded, demonitor, exit, name_of, select_timeout, unlink, unregister, CannotBlock, Down, ExitSignal,
     IntoIter, Iter, LockError, Monitor, MonitorId, MutexGuard, Never, Receiver, RecvError, RecvTimeoutError,
     RegisterError, Select, Selectable, SendError, SendTimeoutError, Sender, TryIter, TryRecvError,
-    TrySendError, WeakSender,
+    TrySendError, Waiter, WeakSender,
 };
 pub use smarm_core::{ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx};
 pub use smarm_core::{
