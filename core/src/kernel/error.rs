@@ -131,7 +131,7 @@ impl From<ExitReason> for JoinError {
 ///
 /// Every blocking call of smarm — a channel's `recv` and full or
 /// rendezvous `send`, `select`, the mutex, `join`, a monitor's `Down`, a
-/// gen_server `call`, [`block_on`](crate::block_on) — parks the calling
+/// gen_server `call`, `block_on` — parks the calling
 /// process, and on a plain OS thread (`main`, a thread of your own) blocks
 /// the thread, with timed variants honouring their deadline either way.
 /// Waiting has no meaning, and these calls return `NotInProcess` (the
@@ -147,10 +147,8 @@ impl From<ExitReason> for JoinError {
 ///   platform's tests), for code outside a process.
 ///
 /// Calls that act on the caller as a process — `spawn` on the caller's
-/// worker, `self_pid`, `register`, `trap_exit`, an [`ActorLocal`] — say
+/// worker, `self_pid`, `register`, `trap_exit`, an `ActorLocal` — say
 /// `NotInProcess` anywhere outside a process.
-///
-/// [`ActorLocal`]: crate::otp::local::ActorLocal
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotInProcess;
 
