@@ -285,7 +285,13 @@ fn thread_calls_and_monitors(drive: Drive) {
         assert_eq!(slow, Err(CallError::Timeout));
         let pid = server.pid();
         let (report, downs) = smarm::channel();
-        let watcher = thread::spawn(move || report.send(watch.rx.recv()).unwrap());
+        let (early_tx, early) = smarm::channel();
+        let watcher = thread::spawn(move || {
+            // The server is alive: a timed wait for its Down times out.
+            early_tx.send(watch.rx.recv_timeout(ms(20)).is_err()).unwrap();
+            report.send(watch.rx.recv()).unwrap()
+        });
+        assert!(early.recv().unwrap(), "no Down before the server stops");
         server.stop().unwrap();
         drop(server);
         let down = downs.recv().unwrap().expect("a Down");
