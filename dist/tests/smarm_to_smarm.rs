@@ -1,0 +1,115 @@
+//! Two smarm nodes talk through the distribution protocol, no BEAM.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{unique, Epmd, COOKIE, WAIT};
+use smarm::gen_server::GenServer;
+use smarm_dist::{atom, Atom, ErlPid, Incoming, Node, Term};
+
+struct Adder(i64);
+
+impl GenServer for Adder {
+    type Call = i64;
+    type Reply = i64;
+    type Cast = i64;
+    type Info = ();
+    fn handle_call(&mut self, add: i64) -> i64 {
+        self.0 += add;
+        self.0
+    }
+    fn handle_cast(&mut self, add: i64) {
+        self.0 += add;
+    }
+}
+
+#[test]
+fn two_smarm_nodes_send_call_monitor_and_link() {
+    let epmd = Epmd::start();
+    let options = epmd.options();
+    smarm::run(move || {
+        let a = Node::start_with(&unique("a"), COOKIE, options.clone()).unwrap();
+        let b = Node::start_with(&unique("b"), COOKIE, options).unwrap();
+        // An echo process on a.
+        let a2 = a.clone();
+        let (ready_tx, ready_rx) = smarm::channel();
+        let echo = smarm::spawn(move || {
+            let mut mailbox = a2.mailbox().unwrap();
+            mailbox.register("echo").unwrap();
+            ready_tx.send(mailbox.pid().clone()).unwrap();
+            while let Ok(Incoming::Message { term, .. }) = mailbox.recv() {
+                let Ok((from, body)) = smarm_dist::FromTerm::from_term(term) else { break };
+                let (from, body): (ErlPid, Term) = (from, body);
+                if body == atom("crash") {
+                    panic!("asked to crash");
+                }
+                mailbox.send(from, &body).unwrap();
+            }
+        })
+        .unwrap();
+        let echo_pid = ready_rx.recv().unwrap();
+        assert_eq!(a.local_pid(&echo_pid), Some(echo.pid()));
+
+        let mut mailbox = b.mailbox().unwrap();
+        mailbox.trap_exits(true);
+        mailbox.send(("echo", a.name()), &(mailbox.pid().clone(), "over the wire")).unwrap();
+        assert_eq!(mailbox.recv_as::<String>(WAIT).unwrap(), "over the wire");
+        assert_eq!(b.connected(), vec![a.name().to_string()]);
+
+        // gen_server across: b calls a's Adder.
+        let server = smarm::Server::new(Adder(0)).start().unwrap();
+        smarm_dist::serve_gen_server(&a, "adder", server).unwrap();
+        let sum: i64 = mailbox.call(("adder", a.name()), &40i64, WAIT).unwrap();
+        assert_eq!(sum, 40);
+        let sum: i64 = mailbox.call(("adder", a.name()), &2i64, WAIT).unwrap();
+        assert_eq!(sum, 42);
+
+        // b monitors and links to echo; echo crashes.
+        let reference = mailbox.monitor(&echo_pid);
+        mailbox.link(&echo_pid).unwrap();
+        mailbox.send(&echo_pid, &(mailbox.pid().clone(), Atom::from("crash"))).unwrap();
+        let mut kinds = Vec::new();
+        for _ in 0..2 {
+            match mailbox.recv_timeout(WAIT).unwrap() {
+                Incoming::Down { reference: r, reason, .. } => {
+                    assert_eq!(r, reference);
+                    assert!(reason.to_string().contains("panic"), "{reason}");
+                    kinds.push("down");
+                }
+                Incoming::Exit { from, reason } => {
+                    assert_eq!(from, echo_pid);
+                    assert!(reason.to_string().contains("panic"), "{reason}");
+                    kinds.push("exit");
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        kinds.sort();
+        assert_eq!(kinds, ["down", "exit"]);
+        assert!(echo.join().is_err());
+
+        // A monitor of the gone echo: noproc.
+        let again = mailbox.monitor(&echo_pid);
+        match mailbox.recv_timeout(WAIT).unwrap() {
+            Incoming::Down { reference, reason, .. } => {
+                assert_eq!(reference, again);
+                assert_eq!(reason, atom("noproc"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+
+        // a stops: b's monitor of a's adder is told noconnection.
+        let watch = mailbox.monitor(("adder", a.name()));
+        smarm::sleep(Duration::from_millis(50));
+        a.stop();
+        match mailbox.recv_timeout(WAIT).unwrap() {
+            Incoming::Down { reference, reason, .. } => {
+                assert_eq!(reference, watch);
+                assert_eq!(reason, atom("noconnection"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        b.stop();
+    });
+}
