@@ -38,7 +38,9 @@ for c in miri rust-src; do
   rustup +nightly component list --installed | grep -q "^$c" || rustup +nightly component add "$c"
 done
 need_pkgs=()
-for p in qemu-user-static qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross; do
+# erlang-nox: the BEAM (erl, erlc, epmd, escript) that smarm-dist's tests
+# and its cluster example talk to.
+for p in qemu-user-static qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross erlang-nox; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -55,6 +57,9 @@ step "core layers: kernel <- sync <- otp (one-way imports)"
 scripts/check-layers.sh
 
 step "host tests (x86_64)"
+# Includes smarm-dist's tests against a real BEAM (dist/tests/beam.rs): each
+# starts its own epmd on a private port and an `erl -sname` node, and stops
+# both (about 5 s in all, beside the build).
 cargo test --workspace --exclude smarm-benches
 
 step "the tracing feature: runtime events reach a tracing subscriber"

@@ -75,15 +75,16 @@ impl Drop for Epmd {
 
 /// The test module, compiled once per test binary into a temp dir.
 pub fn beam_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("smarm-dist-erl3-{}", std::process::id()));
-    let marker = dir.join("smarm_peer.beam");
-    if !marker.exists() {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("smarm-dist-erl-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/erl/smarm_peer.erl");
         let status = Command::new("erlc").arg("-o").arg(&dir).arg(source).status().expect("erlc");
         assert!(status.success(), "erlc failed");
-    }
-    dir
+        dir
+    })
+    .clone()
 }
 
 /// A BEAM node running the test module, killed on drop.
