@@ -85,6 +85,9 @@ if grep -q $'\r\|\x1b' "$root/target/example-tour.out"; then
   exit 1
 fi
 cargo run -q -p smarm-arch --example switch_demo -- 100000 > /dev/null
+# A smarm node in an Erlang cluster: an escript calls its kv gen_server and
+# hands it a process to monitor (about 2 s; leaves `epmd -daemon` running).
+timeout 120 cargo run -q -p smarm-dist --example cluster > "$root/target/example-cluster.out"
 
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings
