@@ -237,6 +237,7 @@ struct State {
     connecting: HashSet<String>,
     mailboxes: HashMap<LocalId, MailboxEntry>,
     names: HashMap<String, LocalId>,
+    actor_names: HashMap<String, smarm::ActorAddress>,
     links: HashSet<(LocalId, ErlPid)>,
     monitors_out: HashMap<Vec<u32>, OutMonitor>,
     monitors_in: HashMap<Vec<u32>, InMonitor>,
@@ -654,6 +655,7 @@ impl Node {
             let mut state = self.lock();
             state.mailboxes.clear();
             state.names.clear();
+            state.actor_names.clear();
             state.processes.drain().collect()
         };
         let me = smarm::self_pid();
@@ -693,6 +695,37 @@ impl Node {
         };
         let id = u64::from(pid.id) | (u64::from(pid.serial) << 32);
         smarm::ActorAddress::remote(&self.inner.runtime, index as u64, id)
+    }
+
+    /// Registers the handler actor at `address` as `name` on this node:
+    /// what Erlang sends to `{Name, Node}` reaches the actor as an
+    /// [`Incoming`] (its message type must be `Incoming`). The name goes
+    /// when the actor ends.
+    ///
+    /// ```no_run
+    /// use smarm::{Actor, Ctx};
+    /// use smarm_dist::Incoming;
+    /// struct Logger;
+    /// impl Actor for Logger {
+    ///     type Msg = Incoming;
+    ///     fn handle(&mut self, _: &mut Ctx<'_, Self>, incoming: Incoming) {
+    ///         println!("{incoming:?}");
+    ///     }
+    /// }
+    /// smarm::run(|| {
+    ///     let node = smarm_dist::Node::start("demo", "secret").unwrap();
+    ///     let logger = smarm::spawn_actor(Logger).unwrap();
+    ///     node.register_actor("logger", logger.address()).unwrap();
+    ///     node.stop();
+    /// });
+    /// ```
+    pub fn register_actor(&self, name: &str, address: smarm::ActorAddress) -> Result<(), DistError> {
+        let mut state = self.lock();
+        if state.names.contains_key(name) || state.actor_names.contains_key(name) {
+            return Err(DistError::NameTaken(name.to_string()));
+        }
+        state.actor_names.insert(name.to_string(), address);
+        Ok(())
     }
 
     /// Makes this node the runtime's [`RemoteSink`](smarm::RemoteSink):
@@ -1062,14 +1095,24 @@ impl Node {
     }
 
     fn deliver_named(&self, name: &str, incoming: Incoming) -> bool {
-        let tx = {
+        let (tx, actor) = {
             let state = self.lock();
-            state.names.get(name).and_then(|id| state.mailboxes.get(id)).map(|m| m.tx.clone())
+            let tx = state.names.get(name).and_then(|id| state.mailboxes.get(id)).map(|m| m.tx.clone());
+            (tx, state.actor_names.get(name).cloned())
         };
-        match tx {
-            Some(tx) => tx.send(incoming).is_ok(),
-            None => false,
+        if let Some(tx) = tx {
+            return tx.send(incoming).is_ok();
         }
+        let Some(actor) = actor else { return false };
+        if actor.send(incoming).is_ok() {
+            return true;
+        }
+        // The actor has ended: its name goes with it.
+        let mut state = self.lock();
+        if state.actor_names.get(name).is_some_and(|a| *a == actor) {
+            state.actor_names.remove(name);
+        }
+        false
     }
 
     fn local_of(&self, pid: &ErlPid) -> Option<LocalId> {
@@ -1404,7 +1447,7 @@ impl Mailbox {
     /// ```
     pub fn register(&self, name: &str) -> Result<(), DistError> {
         let mut state = self.node.lock();
-        if state.names.contains_key(name) {
+        if state.names.contains_key(name) || state.actor_names.contains_key(name) {
             return Err(DistError::NameTaken(name.to_string()));
         }
         state.names.insert(name.to_string(), self.id);
@@ -1765,19 +1808,31 @@ impl smarm::RemoteSink for Sink {
             return Err(envelope);
         }
         let pid = ErlPid::new(node.as_str(), envelope.id as u32, (envelope.id >> 32) as u32, creation);
-        let conn = match self.node.lock().conns.get(&node) {
-            Some(conn) => conn.clone(),
-            // Connecting would wait; a sink must not.
-            None => return Err(envelope),
+        let conn = self.node.lock().conns.get(&node).cloned();
+        let payload = match envelope.payload.downcast::<Term>() {
+            Ok(payload) => *payload,
+            Err(payload) => return Err(smarm::RemoteEnvelope { payload, ..envelope }),
         };
-        let payload = envelope.payload.downcast::<Term>().map_err(|_| unreachable_envelope())?;
-        let frame = frame(Message::send(pid, *payload)).map_err(|_| unreachable_envelope())?;
-        conn.frames.send(frame).map_err(|_| unreachable_envelope())
+        let message = Message::send(pid, payload);
+        match conn {
+            Some(conn) => {
+                // Encoding a term never fails; a closed connection drops the
+                // message, as a send to a lost node does in Erlang.
+                if let Ok(frame) = frame(message) {
+                    let _ = conn.frames.send(frame);
+                }
+            }
+            None => {
+                // Connecting waits, and a sink must not (the sender may be a
+                // handler actor): a node process connects and sends.
+                let sender = self.node.clone();
+                let _ = self.node.spawn(move || {
+                    let _ = sender.send_control(&node, message);
+                });
+            }
+        }
+        Ok(())
     }
-}
-
-fn unreachable_envelope() -> smarm::RemoteEnvelope {
-    smarm::RemoteEnvelope { node: 0, id: 0, payload: Box::new(()), type_name: "()" }
 }
 
 /// Serves Erlang's `gen_server:call({Name, Node}, Request)` on the smarm

@@ -6,7 +6,19 @@ use std::time::Duration;
 
 use common::{unique, Epmd, COOKIE, WAIT};
 use smarm::gen_server::GenServer;
-use smarm_dist::{atom, Atom, ErlPid, Incoming, Node, Term};
+use smarm_dist::{atom, Atom, DistError, ErlPid, Incoming, Node, Term, ToTerm};
+
+/// A handler actor that hands what it receives to the test.
+struct Collector(smarm::Sender<(Option<ErlPid>, Term)>);
+
+impl smarm::Actor for Collector {
+    type Msg = Incoming;
+    fn handle(&mut self, _: &mut smarm::Ctx<'_, Self>, incoming: Incoming) {
+        if let Incoming::Message { from, term } = incoming {
+            let _ = self.0.send((from, term));
+        }
+    }
+}
 
 struct Adder(i64);
 
@@ -64,6 +76,27 @@ fn two_smarm_nodes_send_call_monitor_and_link() {
         assert_eq!(sum, 40);
         let sum: i64 = mailbox.call(("adder", a.name()), &2i64, WAIT).unwrap();
         assert_eq!(sum, 42);
+
+        // An ActorAddress for a remote pid: sends go through b, the
+        // runtime's remote sink.
+        b.install_remote_sink().unwrap();
+        let address = b.remote_address(&echo_pid);
+        let term = (mailbox.pid().clone(), "through the sink").to_term();
+        address.send(term).unwrap();
+        assert_eq!(mailbox.recv_as::<String>(WAIT).unwrap(), "through the sink");
+        // A payload that is not a term comes back.
+        assert!(matches!(address.send(5u32), Err(smarm::ActorSendError::NoRoute(5))));
+
+        // A handler actor registered by name on a receives a's REG_SENDs.
+        let (seen_tx, seen_rx) = smarm::channel();
+        let actor = smarm::spawn_actor(Collector(seen_tx)).unwrap();
+        a.register_actor("collector", actor.address()).unwrap();
+        assert!(matches!(a.register_actor("collector", actor.address()), Err(DistError::NameTaken(_))));
+        mailbox.send(("collector", a.name()), &(Atom::from("note"), 7u8)).unwrap();
+        let (from, term) = seen_rx.recv_timeout(WAIT).unwrap();
+        assert_eq!(from, Some(mailbox.pid().clone()));
+        assert_eq!(term, (Atom::from("note"), 7u8).to_term());
+        actor.address().stop().unwrap();
 
         // b monitors and links to echo; echo crashes.
         let reference = mailbox.monitor(&echo_pid);
