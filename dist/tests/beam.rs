@@ -39,12 +39,23 @@ fn a_wrong_cookie_is_a_typed_error_and_the_node_keeps_running() {
     let beam = Beam::start(&epmd, COOKIE);
     let options = epmd.options();
     let beam_name = beam.name.clone();
+    let good_options = options.clone();
     smarm::run(move || {
         let node = Node::start_with(&unique("smarm"), "not-the-cookie", options).unwrap();
         match node.connect(&beam_name) {
             Err(DistError::Refused { node: peer, .. }) => assert_eq!(peer, beam_name),
             other => panic!("expected Refused, got {other:?}"),
         }
+        // The other way: the BEAM (asked through a node with its cookie)
+        // connects to this one and is refused.
+        let good = Node::start_with(&unique("good"), COOKIE, good_options).unwrap();
+        let mut good_mailbox = good.mailbox().unwrap();
+        let result = control(&mut good_mailbox, &beam_name, (Atom::from("ping"), Atom::from(node.name())));
+        assert_eq!(result, atom("pang"));
+        let result = control(&mut good_mailbox, &beam_name, (Atom::from("ping"), Atom::from(good.name())));
+        assert_eq!(result, atom("pong"));
+        drop(good_mailbox);
+        good.stop();
         // Still running: a mailbox, a local send, a local receive.
         let mut mailbox = node.mailbox().unwrap();
         mailbox.send(mailbox.pid().clone(), &7u8).unwrap();
@@ -109,6 +120,11 @@ fn gen_server_calls_cross_both_ways() {
         match mailbox.call::<Term>(peer_kv, &Atom::from("crash"), WAIT) {
             Err(CallError::Exit(reason)) => assert_eq!(reason, atom("crashed")),
             other => panic!("expected an exit, got {other:?}"),
+        }
+        // A process that never replies: a timeout, and the mailbox stays usable.
+        match mailbox.call::<Term>(("echo", beam_name.as_str()), &1u8, Duration::from_millis(200)) {
+            Err(CallError::Timeout) => {}
+            other => panic!("expected a timeout, got {other:?}"),
         }
         // A name nobody holds: noproc at once.
         match mailbox.call::<Term>(("nobody", beam_name.as_str()), &1u8, WAIT) {

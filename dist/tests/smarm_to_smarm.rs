@@ -146,3 +146,21 @@ fn two_smarm_nodes_send_call_monitor_and_link() {
         b.stop();
     });
 }
+
+#[test]
+fn ticks_keep_an_idle_connection_up() {
+    let epmd = Epmd::start();
+    let options = smarm_dist::Options { ticktime: Duration::from_millis(400), ..epmd.options() };
+    smarm::run(move || {
+        let a = Node::start_with(&unique("a"), COOKIE, options.clone()).unwrap();
+        let b = Node::start_with(&unique("b"), COOKIE, options).unwrap();
+        b.connect(a.name()).unwrap();
+        // Five tick times with no message: only the ticks keep it up.
+        smarm::sleep(Duration::from_millis(2000));
+        assert_eq!(b.connected(), vec![a.name().to_string()]);
+        assert_eq!(a.connected(), vec![b.name().to_string()]);
+        assert_eq!(b.last_disconnect(a.name()), None);
+        a.stop();
+        b.stop();
+    });
+}
