@@ -207,7 +207,6 @@ impl std::fmt::Display for DisconnectReason {
 struct Conn {
     serial: u64,
     peer: String,
-    creation: u32,
     stream: Stream,
     frames: smarm::Sender<Vec<u8>>,
     /// Milliseconds since the node's start when something last arrived.
@@ -229,6 +228,9 @@ struct OutMonitor {
 struct InMonitor {
     watcher: ErlPid,
     local: LocalId,
+    /// As the watcher named it (a pid, or a registered name).
+    target: PidOrAtom,
+    reference: ErlRef,
 }
 
 #[derive(Default)]
@@ -358,7 +360,17 @@ fn frame(message: Message) -> Result<Vec<u8>, DistError> {
     Ok(buffer)
 }
 
-/// Erlang's exit reason term for a smarm exit reason.
+/// Erlang's exit reason term for a smarm exit reason: `normal`,
+/// `shutdown` (also for a stopped process), `killed`, `noproc`,
+/// `noconnection`, `{panic, Message}`, and a reason of the sender's choosing
+/// as an atom.
+///
+/// ```
+/// use smarm::ExitReason;
+/// use smarm_dist::{atom, reason_to_term};
+/// assert_eq!(reason_to_term(&ExitReason::NoConnection), atom("noconnection"));
+/// assert_eq!(reason_to_term(&ExitReason::Other("timeout".into())), atom("timeout"));
+/// ```
 pub fn reason_to_term(reason: &ExitReason) -> Term {
     match reason {
         ExitReason::Normal => atom("normal"),
@@ -368,14 +380,24 @@ pub fn reason_to_term(reason: &ExitReason) -> Term {
         ExitReason::NoConnection => atom("noconnection"),
         ExitReason::Panicked(message) => Term::from(Tuple::from(vec![atom("panic"), message.to_term()])),
         ExitReason::Linked { reason, .. } => reason_to_term(reason),
-        ExitReason::Other(text) => match text.as_str() {
-            "" => atom("other"),
-            text => text.to_term(),
-        },
+        // Erlang's reasons are mostly atoms, and `term_to_reason` reads an
+        // atom back as `Other`: the round trip keeps it an atom. Text too
+        // long for an atom travels as a binary.
+        ExitReason::Other(text) if text.chars().count() <= 255 => atom(text),
+        ExitReason::Other(text) => text.to_term(),
     }
 }
 
-/// The smarm exit reason for an Erlang exit reason term.
+/// The smarm exit reason for an Erlang exit reason term (`kill` and
+/// `killed` are both `Killed`; an atom smarm has no variant for is
+/// `Other(name)`, any other term `Other` of its text).
+///
+/// ```
+/// use smarm::ExitReason;
+/// use smarm_dist::{atom, term_to_reason};
+/// assert_eq!(term_to_reason(&atom("noconnection")), ExitReason::NoConnection);
+/// assert_eq!(term_to_reason(&atom("boom")), ExitReason::Other("boom".into()));
+/// ```
 pub fn term_to_reason(reason: &Term) -> ExitReason {
     match reason {
         Term::Atom(a) => match a.name.as_str() {
@@ -828,9 +850,8 @@ impl Node {
             }
         };
         match transport::run(handshake.execute_rest(status)) {
-            Ok(Ok((stream, peer_node))) => {
-                let creation = peer_node.creation.map_or(0, Creation::get);
-                if let Err(e) = self.install(stream, peer, creation) {
+            Ok(Ok((stream, _))) => {
+                if let Err(e) = self.install(stream, peer) {
                     eprintln!("smarm-dist {}: cannot start the connection: {e}", self.inner.name);
                 }
             }
@@ -895,10 +916,7 @@ impl Node {
             handshake.execute_rest(true).await
         })?;
         match result {
-            Ok((stream, peer_node)) => {
-                let creation = peer_node.creation.map_or(0, Creation::get);
-                self.install(stream, peer.to_string(), creation)
-            }
+            Ok((stream, _)) => self.install(stream, peer.to_string()),
             Err(e) => {
                 stream.shutdown();
                 Err(handshake_error(peer, e))
@@ -908,12 +926,11 @@ impl Node {
 
     /// Puts a connection whose handshake is done in the table and starts
     /// its reader and writer.
-    fn install(&self, stream: Stream, peer: String, creation: u32) -> Result<Arc<Conn>, DistError> {
+    fn install(&self, stream: Stream, peer: String) -> Result<Arc<Conn>, DistError> {
         let (frames, outgoing) = smarm::channel::<Vec<u8>>();
         let conn = Arc::new(Conn {
             serial: self.inner.serials.fetch_add(1, Ordering::Relaxed),
             peer: peer.clone(),
-            creation,
             stream,
             frames,
             last_heard: AtomicU64::new(self.now_ms()),
@@ -1174,10 +1191,8 @@ impl Node {
             }
             let ids: Vec<Vec<u32>> =
                 state.monitors_in.iter().filter(|(_, m)| m.local == local).map(|(k, _)| k.clone()).collect();
-            let monitors: Vec<(Vec<u32>, ErlPid)> = ids
-                .into_iter()
-                .filter_map(|k| state.monitors_in.remove(&k).map(|m| (k, m.watcher)))
-                .collect();
+            let monitors: Vec<InMonitor> =
+                ids.into_iter().filter_map(|k| state.monitors_in.remove(&k)).collect();
             state.monitors_out.retain(|_, m| m.local != local);
             (links, monitors)
         };
@@ -1185,18 +1200,12 @@ impl Node {
             let node = remote.node.name.clone();
             let _ = self.send_existing(&node, Message::exit(me.clone(), remote, reason.clone()));
         }
-        for (id, watcher) in monitors {
-            let node = watcher.node.name.clone();
-            let reference = self.reference_at(&node, id);
+        for monitor in monitors {
+            let node = monitor.watcher.node.name.clone();
             let message =
-                Message::monitor_p_exit(PidOrAtom::Pid(me.clone()), watcher, reference, reason.clone());
+                Message::monitor_p_exit(monitor.target, monitor.watcher, monitor.reference, reason.clone());
             let _ = self.send_existing(&node, message);
         }
-    }
-
-    fn reference_at(&self, node: &str, id: Vec<u32>) -> ErlRef {
-        let creation = self.lock().conns.get(node).map_or(0, |c| c.creation);
-        ErlRef { node: Atom::from(node), id, creation }
     }
 
     /// Sends on an existing connection only (a signal for a peer that is
@@ -1326,7 +1335,8 @@ impl Node {
         .filter(|l| self.inner.runtime.is_alive(Pid::from_parts(l.0, l.1)));
         match local {
             Some(local) => {
-                self.lock().monitors_in.insert(reference.id, InMonitor { watcher: from, local });
+                let monitor = InMonitor { watcher: from, local, target: to, reference: reference.clone() };
+                self.lock().monitors_in.insert(reference.id, monitor);
                 self.watch(local);
             }
             None => {

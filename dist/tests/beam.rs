@@ -212,6 +212,28 @@ fn monitors_and_links_cross_both_ways() {
         assert_eq!(reasons[1].0, "exit");
         assert!(reasons[0].1.starts_with("{'panic',"), "{}", reasons[0].1);
 
+        // Erlang monitors a smarm process by its registered name.
+        let named_node = node.clone();
+        let (named_tx, named_rx) = smarm::channel::<()>();
+        let (up_tx, up_rx) = smarm::channel::<()>();
+        let named = smarm::spawn(move || {
+            let mailbox = named_node.mailbox().unwrap();
+            mailbox.register("named_victim").unwrap();
+            up_tx.send(()).unwrap();
+            let _ = named_rx.recv();
+            drop(mailbox);
+            smarm::exit(smarm::self_pid().unwrap(), smarm::ExitReason::Other("by_name".into())).unwrap();
+            smarm::sleep(Duration::from_secs(30));
+        })
+        .unwrap();
+        up_rx.recv().unwrap();
+        let by_name = (Atom::from("named_victim"), Atom::from(node.name()));
+        control(&mut mailbox, &beam_name, (Atom::from("watch"), by_name));
+        named_tx.send(()).unwrap();
+        let _ = named.join();
+        let (tag, reason) = mailbox_tagged(&mut mailbox, &["down"]);
+        assert_eq!((tag.as_str(), reason.as_str()), ("down", "'by_name'"));
+
         // An Erlang exit/2 ends a linked smarm process that does not trap.
         let node2 = node.clone();
         let (pid_tx, pid_rx) = smarm::channel();
