@@ -19,6 +19,9 @@ use std::time::Duration;
 
 use futures_io::{AsyncRead, AsyncWrite};
 
+/// Reads retried (yielding between them) before a reader parks.
+const SPINS_BEFORE_PARKING: u32 = 64;
+
 /// How long a connect may take before it is given up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -50,9 +53,18 @@ impl Stream {
 
     /// Reads what is there (at least one byte; 0 at the end of the stream).
     pub(crate) fn read_some(&self, buffer: &mut [u8]) -> io::Result<usize> {
+        let mut spins = 0;
         loop {
             match (&*self.socket).read(buffer) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock && spins < SPINS_BEFORE_PARKING => {
+                    // A reply often follows within microseconds: yield (other
+                    // processes run) and look again before parking, which
+                    // costs a wake through the poller.
+                    spins += 1;
+                    smarm::yield_now();
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    spins = 0;
                     smarm::io::wait_readable(self.socket.as_raw_fd()).map_err(io_error)?
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
