@@ -32,12 +32,13 @@ enum Command_ {
     BeamOneWay(u64),
 }
 
-struct Epmd(u16);
+/// epmd in the foreground, killed on drop.
+struct Epmd(Child);
 
 impl Drop for Epmd {
     fn drop(&mut self) {
-        let _ =
-            Command::new("epmd").args(["-port", &self.0.to_string(), "-kill"]).stdout(Stdio::null()).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -107,12 +108,12 @@ fn round_trip(mailbox: &mut smarm_dist::Mailbox, to: (&str, &str), iters: u64) -
 fn bench(c: &mut Criterion) {
     // A private epmd, two BEAM nodes running the test module.
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let status = Command::new("epmd")
-        .args(["-port", &port.to_string(), "-address", "127.0.0.1", "-daemon"])
-        .status()
+    let epmd = Command::new("epmd")
+        .args(["-port", &port.to_string(), "-address", "127.0.0.1"])
+        .stdout(Stdio::null())
+        .spawn()
         .expect("epmd (Debian: erlang-nox)");
-    assert!(status.success());
-    let _epmd = Epmd(port);
+    let _epmd = Epmd(epmd);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         std::thread::sleep(Duration::from_millis(20));
     }

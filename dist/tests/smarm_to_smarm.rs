@@ -36,11 +36,46 @@ impl GenServer for Adder {
     }
 }
 
+/// How a scenario's runtime is driven: workers on the test's thread, or
+/// the Engine's OS threads.
+enum Drive {
+    Single(usize),
+    Threads(usize),
+}
+
+impl Drive {
+    fn run(self, root: impl FnOnce() + Send + 'static) {
+        match self {
+            Drive::Single(n) => {
+                smarm::run_with(smarm::Config { worker_count: n, ..Default::default() }, root)
+            }
+            Drive::Threads(n) => {
+                let engine = smarm::Engine::builder().workers(n).build().expect("engine starts");
+                engine.block_on(root).unwrap_or_else(|e| panic!("engine: {e}"))
+            }
+        }
+    }
+}
+
 #[test]
-fn two_smarm_nodes_send_call_monitor_and_link() {
+fn two_smarm_nodes_send_call_monitor_and_link_on_one_worker() {
+    two_smarm_nodes(Drive::Single(1));
+}
+
+#[test]
+fn two_smarm_nodes_send_call_monitor_and_link_on_four_workers() {
+    two_smarm_nodes(Drive::Single(4));
+}
+
+#[test]
+fn two_smarm_nodes_send_call_monitor_and_link_on_the_engine() {
+    two_smarm_nodes(Drive::Threads(4));
+}
+
+fn two_smarm_nodes(drive: Drive) {
     let epmd = Epmd::start();
     let options = epmd.options();
-    smarm::run(move || {
+    drive.run(move || {
         let a = Node::start_with(&unique("a"), COOKIE, options.clone()).unwrap();
         let b = Node::start_with(&unique("b"), COOKIE, options).unwrap();
         // An echo process on a.

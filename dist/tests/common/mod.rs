@@ -24,25 +24,30 @@ pub fn host() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// An epmd on a port of its own, killed on drop.
+/// An epmd on a port of its own, run in the foreground as a child and
+/// killed on drop (`epmd -kill` refuses while a node is still listed).
 pub struct Epmd {
     pub port: u16,
+    child: Child,
 }
 
 impl Epmd {
     pub fn start() -> Epmd {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let status = Command::new("epmd")
-            .args(["-port", &port.to_string(), "-address", "127.0.0.1", "-daemon"])
-            .status()
+        let mut child = Command::new("epmd")
+            .args(["-port", &port.to_string(), "-address", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .spawn()
             .expect("epmd is installed (Debian: erlang-nox)");
-        assert!(status.success());
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "epmd did not come up on {port}");
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("epmd did not come up on {port}");
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Epmd { port }
+        Epmd { port, child }
     }
 
     pub fn options(&self) -> Options {
@@ -66,10 +71,8 @@ impl Epmd {
 
 impl Drop for Epmd {
     fn drop(&mut self) {
-        let _ = Command::new("epmd")
-            .args(["-port", &self.port.to_string(), "-kill"])
-            .stdout(Stdio::null())
-            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
