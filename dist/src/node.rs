@@ -31,6 +31,9 @@ use crate::error::{CallError, DistError, RecvError};
 use crate::term::{atom, Atom, ErlPid, ErlRef, FixInteger, FromTerm, Term, ToTerm, Tuple};
 use crate::transport::{self, Listener, Stream};
 
+/// How long a send waits for another process's connect to the same peer.
+const DIAL_WAIT: Duration = Duration::from_secs(15);
+
 /// The largest frame accepted from a peer: a longer one is malformed.
 const MAX_FRAME: usize = 64 << 20;
 
@@ -877,7 +880,27 @@ impl Node {
         if smarm::self_pid().is_none() {
             return Err(DistError::NotInProcess);
         }
-        self.lock().connecting.insert(peer.to_string());
+        // One dial per peer at a time: a second connection would replace
+        // the first and tell its links and monitors `noconnection`. Others
+        // wait for the dial in progress, then use its connection (or dial
+        // again if it failed).
+        let deadline = Instant::now() + DIAL_WAIT;
+        loop {
+            {
+                let mut state = self.lock();
+                if let Some(conn) = state.conns.get(peer) {
+                    return Ok(conn.clone());
+                }
+                if state.connecting.insert(peer.to_string()) {
+                    break;
+                }
+            }
+            if Instant::now() > deadline {
+                let reason = "another connect to it did not finish in time".to_string();
+                return Err(DistError::Handshake { node: peer.to_string(), reason });
+            }
+            smarm::sleep(Duration::from_millis(1));
+        }
         let result = self.dial(peer, alive, host);
         self.lock().connecting.remove(peer);
         match result {

@@ -199,3 +199,40 @@ fn ticks_keep_an_idle_connection_up() {
         b.stop();
     });
 }
+
+#[test]
+fn concurrent_first_sends_share_one_connection() {
+    let epmd = Epmd::start();
+    let options = epmd.options();
+    smarm::run(move || {
+        let a = Node::start_with(&unique("a"), COOKIE, options.clone()).unwrap();
+        let b = Node::start_with(&unique("b"), COOKIE, options).unwrap();
+        let mut inbox = a.mailbox().unwrap();
+        inbox.register("inbox").unwrap();
+        // Eight processes of b send at once, before any connection exists.
+        let senders: Vec<_> = (0..8u8)
+            .map(|i| {
+                let b = b.clone();
+                let to = a.name().to_string();
+                smarm::spawn(move || {
+                    let mailbox = b.mailbox().unwrap();
+                    mailbox.send(("inbox", to.as_str()), &i).unwrap();
+                })
+                .unwrap()
+            })
+            .collect();
+        for sender in senders {
+            sender.join().unwrap();
+        }
+        let mut got: Vec<u8> = (0..8).map(|_| inbox.recv_as::<u8>(WAIT).unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..8).collect::<Vec<u8>>());
+        // One connection, never replaced.
+        assert_eq!(b.connected(), vec![a.name().to_string()]);
+        assert_eq!(b.last_disconnect(a.name()), None);
+        assert_eq!(a.last_disconnect(b.name()), None);
+        drop(inbox);
+        a.stop();
+        b.stop();
+    });
+}

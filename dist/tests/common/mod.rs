@@ -37,6 +37,8 @@ impl Epmd {
         let mut child = Command::new("epmd")
             .args(["-port", &port.to_string(), "-address", "127.0.0.1"])
             .stdout(Stdio::null())
+            // It reports the readiness probe below as a partial packet.
+            .stderr(Stdio::null())
             .spawn()
             .expect("epmd is installed (Debian: erlang-nox)");
         let deadline = Instant::now() + Duration::from_secs(10);
