@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use crate::term::{ConvertError, Term};
+use crate::term::{ConvertError, ErlPid, Term};
 
 /// Why a node could not start, reach a peer or send.
 ///
@@ -45,6 +45,8 @@ pub enum DistError {
     NameTaken(String),
     /// The calling process has a mailbox already.
     MailboxTaken,
+    /// A local process that does not exist (a link to it was refused).
+    NoProc(ErlPid),
 }
 
 impl fmt::Display for DistError {
@@ -64,6 +66,9 @@ impl fmt::Display for DistError {
             DistError::Stopped => f.write_str("the node has been stopped"),
             DistError::NameTaken(name) => write!(f, "the name {name} is registered already on this node"),
             DistError::MailboxTaken => f.write_str("this process has a mailbox already: use that one"),
+            DistError::NoProc(pid) => {
+                write!(f, "no process {pid:?} on this node (ended, or of an earlier run)")
+            }
         }
     }
 }

@@ -1554,13 +1554,13 @@ impl Mailbox {
     pub fn link(&self, pid: &ErlPid) -> Result<(), DistError> {
         let node = &self.node;
         if pid.node.name == node.inner.name {
-            let local =
-                node.local_pid(pid).ok_or(DistError::Io(std::io::Error::other("a stale local pid")))?;
+            // A pid of this node's earlier incarnation names nobody.
+            let local = node.local_pid(pid).ok_or_else(|| DistError::NoProc(pid.clone()))?;
             return node
                 .inner
                 .runtime
                 .link(Pid::from_parts(self.id.0, self.id.1), local)
-                .map_err(|_| DistError::Io(std::io::Error::other("noproc")));
+                .map_err(|_| DistError::NoProc(pid.clone()));
         }
         node.lock().links.insert((self.id, pid.clone()));
         match node.send_control(&pid.node.name, Message::link(self.pid.clone(), pid.clone())) {

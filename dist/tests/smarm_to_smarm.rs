@@ -236,3 +236,32 @@ fn concurrent_first_sends_share_one_connection() {
         b.stop();
     });
 }
+
+#[test]
+fn bad_starts_and_links_are_typed_errors() {
+    // Outside a process.
+    assert!(matches!(Node::start("outside", COOKIE), Err(DistError::NotInProcess)));
+    let epmd = Epmd::start();
+    let options = epmd.options();
+    smarm::run(move || {
+        assert!(matches!(Node::start_with("bad name", COOKIE, options.clone()), Err(DistError::BadName(_))));
+        assert!(matches!(Node::start_with("a@b@c", COOKIE, options.clone()), Err(DistError::BadName(_))));
+        let name = unique("twice");
+        let first = Node::start_with(&name, COOKIE, options.clone()).unwrap();
+        // The name is taken in epmd: refused, and the first node runs on.
+        assert!(matches!(Node::start_with(&name, COOKIE, options.clone()), Err(DistError::Epmd(_))));
+        let mailbox = first.mailbox().unwrap();
+        assert!(matches!(first.mailbox(), Err(DistError::MailboxTaken)));
+        // A link to a local pid that does not exist.
+        let gone = smarm::spawn(|| ()).unwrap();
+        let gone_pid = first.erl_pid(gone.pid());
+        gone.join().unwrap();
+        assert!(matches!(mailbox.link(&gone_pid), Err(DistError::NoProc(_))));
+        // A node that is not registered anywhere.
+        let unknown = format!("nobody@{}", common::host());
+        assert!(matches!(first.connect(&unknown), Err(DistError::UnknownNode(_))));
+        drop(mailbox);
+        first.stop();
+        assert!(matches!(first.mailbox(), Err(DistError::Stopped)));
+    });
+}
