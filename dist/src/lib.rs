@@ -41,7 +41,7 @@
 //! epmd: [`Node::start`] runs `epmd -daemon` when none answers on the
 //! loopback (as `erl -sname` does); it keeps running after the node stops.
 
-#![deny(unsafe_op_in_unsafe_fn)]
+#![forbid(unsafe_code)]
 
 mod error;
 mod node;

@@ -315,17 +315,15 @@ impl std::fmt::Debug for Node {
     }
 }
 
+/// This machine's short host name, as `erl -sname` takes it.
 fn short_hostname() -> String {
-    let mut buffer = [0u8; 256];
-    // SAFETY: `buffer` is valid for writes of its whole length, which is
-    // the length passed; gethostname writes at most that many bytes.
-    let rc = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
-    if rc != 0 {
-        return "localhost".to_string();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .unwrap_or_default();
+    match host.trim().split('.').next() {
+        Some(short) if !short.is_empty() => short.to_string(),
+        _ => "localhost".to_string(),
     }
-    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
-    let host = String::from_utf8_lossy(&buffer[..end]).into_owned();
-    host.split('.').next().unwrap_or("localhost").to_string()
 }
 
 fn valid_part(part: &str) -> bool {
@@ -905,11 +903,9 @@ impl Node {
         self.lock().connecting.remove(peer);
         match result {
             Ok(conn) => Ok(conn),
-            Err(DistError::Handshake { .. }) | Err(DistError::Refused { .. })
-                if self.wait_for_incoming(peer).is_some() =>
-            {
-                // The peer's own connect won a simultaneous race.
-                Ok(self.wait_for_incoming(peer).expect("checked above"))
+            // The peer's own connect may have won a simultaneous race.
+            Err(e @ (DistError::Handshake { .. } | DistError::Refused { .. })) => {
+                self.wait_for_incoming(peer).ok_or(e)
             }
             Err(e) => Err(e),
         }
@@ -1806,11 +1802,11 @@ impl Mailbox {
                 None => self.recv_deadline(deadline),
             };
             match next {
-                Ok(Incoming::Message { term: Term::Tuple(t), from })
+                Ok(Incoming::Message { term: Term::Tuple(mut t), .. })
                     if t.elements.len() == 2 && t.elements[0] == tag =>
                 {
-                    let _ = from;
-                    let reply = t.elements.into_iter().nth(1).expect("two elements");
+                    // Two elements: the tag, then the reply.
+                    let reply = t.elements.pop().unwrap_or_else(|| atom("undefined"));
                     break R::from_term(reply).map_err(CallError::Convert);
                 }
                 Ok(Incoming::Down { reference: r, reason, .. }) if r == reference => {
