@@ -3,7 +3,8 @@
 #   1. installs what is missing (rustup targets and components, a nightly
 #      toolchain with miri and rust-src, Debian packages); then format and the
 #      core's layer rule (scripts/check-layers.sh);
-#   2. host tests (unit, integration, doc) for the whole workspace, the
+#   2. host tests (unit, integration, doc) for the whole workspace (smarm-dist's
+#      against real BEAM nodes from erlang-nox), the
 #      second (plain, std-only) platform on its own, and every example;
 #   3. the soak suite in release (tests/tests/soak.rs);
 #   4. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;

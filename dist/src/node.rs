@@ -1407,6 +1407,23 @@ fn start_epmd(at: SocketAddr) -> Result<Stream, DistError> {
 /// Dropping the mailbox unregisters it (messages to its pid are then
 /// dropped, as Erlang drops messages to a dead pid); its process's death
 /// is still told to its remote links and monitors.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use smarm_dist::{Atom, Incoming, Node};
+/// smarm::run(|| {
+///     let node = Node::start("client", "secret").unwrap();
+///     let mut mailbox = node.mailbox().unwrap();
+///     mailbox.trap_exits(true);
+///     let reference = mailbox.monitor(("logger", "beam@localhost"));
+///     let count: Result<u64, _> = mailbox.call(("counter", "beam@localhost"), &Atom::from("get"), Duration::from_secs(5));
+///     if let Ok(Incoming::Down { reference: r, reason, .. }) = mailbox.recv_timeout(Duration::from_secs(1)) {
+///         assert_eq!(r, reference);
+///         println!("logger went down: {reason}");
+///     }
+///     node.stop();
+/// });
+/// ```
 pub struct Mailbox {
     node: Node,
     pid: ErlPid,
