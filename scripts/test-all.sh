@@ -3,7 +3,8 @@
 #   1. installs what is missing (rustup targets and components, a nightly
 #      toolchain with miri and rust-src, Debian packages); then format and the
 #      core's layer rule (scripts/check-layers.sh);
-#   2. host tests (unit, integration, doc) for the whole workspace, the
+#   2. host tests (unit, integration, doc) for the whole workspace (smarm-dist's
+#      against real BEAM nodes from erlang-nox), the
 #      second (plain, std-only) platform on its own, and every example;
 #   3. the soak suite in release (tests/tests/soak.rs);
 #   4. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
@@ -38,7 +39,9 @@ for c in miri rust-src; do
   rustup +nightly component list --installed | grep -q "^$c" || rustup +nightly component add "$c"
 done
 need_pkgs=()
-for p in qemu-user-static qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross; do
+# erlang-nox: the BEAM (erl, erlc, epmd, escript) that smarm-dist's tests
+# and its cluster example talk to.
+for p in qemu-user-static qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross erlang-nox; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -55,6 +58,9 @@ step "core layers: kernel <- sync <- otp (one-way imports)"
 scripts/check-layers.sh
 
 step "host tests (x86_64)"
+# Includes smarm-dist's tests against a real BEAM (dist/tests/beam.rs): each
+# starts its own epmd on a private port and an `erl -sname` node, and stops
+# both (about 5 s in all, beside the build).
 cargo test --workspace --exclude smarm-benches
 
 step "the tracing feature: runtime events reach a tracing subscriber"
@@ -80,6 +86,9 @@ if grep -q $'\r\|\x1b' "$root/target/example-tour.out"; then
   exit 1
 fi
 cargo run -q -p smarm-arch --example switch_demo -- 100000 > /dev/null
+# A smarm node in an Erlang cluster: an escript calls its kv gen_server and
+# hands it a process to monitor (about 2 s; leaves `epmd -daemon` running).
+timeout 120 cargo run -q -p smarm-dist --example cluster > "$root/target/example-cluster.out"
 
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings

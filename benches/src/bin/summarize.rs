@@ -105,6 +105,11 @@ const COMPARISONS: &[Comparison] = &[
         peer: "tokio/current_thread",
         goal: 1.0,
     },
+    // The Erlang distribution protocol against the BEAM's own (benches/dist.rs).
+    Comparison { group: "dist_round_trip", smarm: "smarm/to_beam", peer: "beam/to_beam", goal: 1.0 },
+    Comparison { group: "dist_round_trip", smarm: "smarm/to_smarm", peer: "beam/to_beam", goal: 0.5 },
+    // Time per one-way message: at most the BEAM's is at least its rate.
+    Comparison { group: "dist_one_way", smarm: "smarm/to_beam", peer: "beam/to_beam", goal: 1.0 },
     // Each wake ring against the default (mpmc), reported.
     Comparison { group: "rq_micro/pairs/1t", smarm: "mutex", peer: "mpmc", goal: REPORT },
     Comparison { group: "rq_micro/pairs/1t", smarm: "striped", peer: "mpmc", goal: REPORT },

@@ -44,6 +44,10 @@ pub enum ExitReason {
     /// exits receives it as a message and may clean up first; a `Transient`
     /// child ending with it is not restarted.
     Shutdown,
+    /// The connection to its node was lost (Erlang's `noconnection`): the
+    /// reason a distribution transport gives every link and monitor that
+    /// crossed the lost connection.
+    NoConnection,
     /// It was ended by an exit signal with a reason of the sender's
     /// choosing (`exit(pid, ExitReason::Other("timeout".into()))`).
     Other(String),
@@ -79,6 +83,7 @@ impl fmt::Display for ExitReason {
             ExitReason::NoProc => f.write_str("noproc"),
             ExitReason::Killed => f.write_str("killed"),
             ExitReason::Shutdown => f.write_str("shutdown"),
+            ExitReason::NoConnection => f.write_str("noconnection"),
             ExitReason::Other(reason) => write!(f, "exit: {reason}"),
         }
     }

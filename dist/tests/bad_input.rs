@@ -1,0 +1,153 @@
+//! Bad input from a peer: a malformed frame, an unknown control message,
+//! a peer that stops ticking. The peer is made by hand here (erl_dist's
+//! handshake on a plain thread), so it can misbehave in ways a BEAM never
+//! does.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use common::{unique, Epmd, COOKIE, WAIT};
+use erl_dist::handshake::ClientSideHandshake;
+use erl_dist::node::{Creation, LocalNode};
+use smarm_dist::{atom, DisconnectReason, ErlPid, Incoming, Node, Options};
+
+/// A blocking TCP stream seen through futures' io traits (every poll
+/// completes).
+struct Blocking(TcpStream);
+
+impl futures::io::AsyncRead for Blocking {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Poll::Ready(self.0.read(buf))
+    }
+}
+
+impl futures::io::AsyncWrite for Blocking {
+    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Poll::Ready(self.0.write(buf))
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(self.0.flush())
+    }
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Connects to the node at `port` as `name` and completes the handshake.
+fn fake_peer(name: &str, port: u16, cookie: &str) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let local = LocalNode::new(name.parse().unwrap(), Creation::new(7));
+    let mut handshake = ClientSideHandshake::new(Blocking(stream), local, cookie);
+    let (Blocking(stream), _) = futures::executor::block_on(async {
+        handshake.execute_send_name(erl_dist::LOWEST_DISTRIBUTION_PROTOCOL_VERSION).await?;
+        handshake.execute_rest(true).await
+    })
+    .expect("handshake");
+    stream
+}
+
+/// Runs `misbehave` as a peer of a fresh node and returns why the node
+/// dropped the connection and what a monitor across it received.
+fn drop_reason(ticktime: Duration, misbehave: fn(&mut TcpStream)) -> (DisconnectReason, Incoming) {
+    let epmd = Epmd::start();
+    let options = Options { ticktime, ..epmd.options() };
+    smarm::run(move || {
+        let node = Node::start_with(&unique("smarm"), COOKIE, options).unwrap();
+        let peer_name = format!("{}@{}", unique("fake"), common::host());
+        let port = node.port();
+        let name = peer_name.clone();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let mut stream = fake_peer(&name, port, COOKIE);
+            go_rx.recv().unwrap();
+            misbehave(&mut stream);
+            // Hold the socket until the node has dropped it.
+            let mut sink = [0u8; 1024];
+            let deadline = Instant::now() + WAIT;
+            while Instant::now() < deadline {
+                match stream.read(&mut sink) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        });
+        let deadline = Instant::now() + WAIT;
+        while !node.connected().contains(&peer_name) {
+            assert!(Instant::now() < deadline, "the fake peer did not connect");
+            smarm::sleep(Duration::from_millis(5));
+        }
+        let mut mailbox = node.mailbox().unwrap();
+        let reference = mailbox.monitor(ErlPid::new(peer_name.as_str(), 1, 0, 7));
+        go_tx.send(()).unwrap();
+        let down = mailbox.recv_timeout(WAIT).unwrap();
+        assert!(matches!(&down, Incoming::Down { reference: r, .. } if *r == reference));
+        let reason = node.last_disconnect(&peer_name).expect("a recorded reason");
+        // The node keeps running: it still makes mailboxes.
+        assert!(smarm::spawn({
+            let node = node.clone();
+            move || node.mailbox().is_ok()
+        })
+        .unwrap()
+        .join()
+        .unwrap());
+        node.stop();
+        peer.join().unwrap();
+        (reason, down)
+    })
+}
+
+fn expect_noconnection(down: &Incoming) {
+    match down {
+        Incoming::Down { reason, .. } => assert_eq!(*reason, atom("noconnection")),
+        other => panic!("expected a Down, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_malformed_frame_closes_the_connection_and_tells_its_monitors() {
+    let (reason, down) = drop_reason(Duration::from_secs(60), |stream| {
+        // A pass-through frame whose control message is not a term.
+        stream.write_all(&[0, 0, 0, 4, 112, 131, 255, 0]).unwrap();
+    });
+    assert!(matches!(reason, DisconnectReason::Malformed(_)), "{reason:?}");
+    expect_noconnection(&down);
+}
+
+#[test]
+fn an_unknown_control_message_closes_the_connection() {
+    let (reason, down) = drop_reason(Duration::from_secs(60), |stream| {
+        // {99}: a control message with an operation that does not exist.
+        stream.write_all(&[0, 0, 0, 6, 112, 131, 104, 1, 97, 99]).unwrap();
+    });
+    assert!(matches!(reason, DisconnectReason::Malformed(_)), "{reason:?}");
+    expect_noconnection(&down);
+}
+
+#[test]
+fn a_frame_longer_than_the_limit_is_malformed() {
+    let (reason, down) = drop_reason(Duration::from_secs(60), |stream| {
+        stream.write_all(&[0x7f, 0xff, 0xff, 0xff]).unwrap();
+    });
+    assert!(matches!(reason, DisconnectReason::Malformed(_)), "{reason:?}");
+    expect_noconnection(&down);
+}
+
+#[test]
+fn a_silent_peer_is_dropped_after_the_tick_time() {
+    let started = Instant::now();
+    let (reason, down) = drop_reason(Duration::from_millis(800), |_| {});
+    assert_eq!(reason, DisconnectReason::Silent);
+    expect_noconnection(&down);
+    // Not before the tick time: the node waited for it.
+    assert!(started.elapsed() >= Duration::from_millis(800));
+}
