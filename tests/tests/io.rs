@@ -35,8 +35,15 @@ fn block_on_io_runs_off_the_worker_and_returns_the_value() {
                 }
             })
             .unwrap();
-            let name = io::block_on_io(|| {
-                std::thread::sleep(Duration::from_millis(50));
+            // The io call waits for the ticker to tick five times: it can
+            // only if the worker runs while the root waits (bounded, so a
+            // blocked worker fails the test rather than hanging it).
+            let seen = t.clone();
+            let name = io::block_on_io(move || {
+                let started = std::time::Instant::now();
+                while seen.load(Ordering::SeqCst) < 5 && started.elapsed() < Duration::from_secs(30) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 std::thread::current().name().map(str::to_owned)
             })
             .unwrap();
