@@ -136,6 +136,7 @@ mod context;
 mod engine;
 mod host;
 pub mod io;
+pub mod net;
 
 /// The README's Rust blocks, compiled and run as doc tests so that none can
 /// rot.

@@ -349,6 +349,17 @@ pub trait Platform: Send + Sync + 'static {
         Err(PollError::Unsupported)
     }
 
+    /// Registers `fd` once for both readiness directions, edge-triggered,
+    /// reported with `token`: an event fires each time the descriptor
+    /// becomes readable or writable (or hangs up, or errs) and the
+    /// registration stays until [`poll_deregister`](Self::poll_deregister).
+    /// The caller caches the readiness and clears it itself when a call
+    /// says the descriptor would block. Default: [`PollError::Unsupported`].
+    fn poll_register_edge(&self, fd: RawFd, token: u64) -> Result<(), PollError> {
+        let _ = (fd, token);
+        Err(PollError::Unsupported)
+    }
+
     /// Re-arms / changes a registration. Default: [`PollError::Unsupported`].
     fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
         let _ = (fd, token, interest);

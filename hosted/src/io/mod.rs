@@ -59,6 +59,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub(crate) mod edge;
 pub(crate) mod pool;
 pub(crate) mod reactor;
 

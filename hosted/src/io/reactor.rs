@@ -35,17 +35,14 @@ use smarm_platform::{Event, Interest, Platform, PollError, RawFd};
 
 use smarm_platform::linux::LinuxPlatform;
 
+use super::edge::EdgeTable;
+
 /// Event token of the poller's stop socket.
 const STOP_TOKEN: u64 = u64::MAX;
 /// Events fetched per `epoll_wait`.
 const EVENT_BATCH: usize = 64;
 
-/// Which readiness a wait wants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
-    Read,
-    Write,
-}
+pub(crate) use super::edge::Direction;
 
 /// The waiters of one fd and the token of its current registration.
 #[derive(Debug)]
@@ -82,7 +79,8 @@ struct Table {
 
 impl Table {
     fn next_token(&mut self, fd: RawFd) -> u64 {
-        self.sequence = self.sequence.wrapping_add(1);
+        // 31 bits: the top bit of a token marks an edge registration.
+        self.sequence = self.sequence.wrapping_add(1) & 0x7fff_ffff;
         (u64::from(self.sequence) << 32) | u64::from(fd as u32)
     }
 }
@@ -107,6 +105,8 @@ struct Poller {
 pub(crate) struct Reactor {
     platform: Arc<LinuxPlatform>,
     table: Arc<Mutex<Table>>,
+    /// The sockets' edge registrations, polled by the same loop.
+    pub(crate) edge: Arc<EdgeTable>,
     poller: Mutex<Option<Poller>>,
 }
 
@@ -124,11 +124,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Reactor {
     pub(crate) fn new(platform: Arc<LinuxPlatform>) -> Reactor {
-        Reactor { platform, table: Arc::new(Mutex::new(Table::default())), poller: Mutex::new(None) }
+        Reactor {
+            platform,
+            table: Arc::new(Mutex::new(Table::default())),
+            edge: Arc::new(EdgeTable::default()),
+            poller: Mutex::new(None),
+        }
     }
 
     /// Starts the poller thread if it is not running.
-    fn ensure_poller(&self) -> Result<(), RegisterError> {
+    pub(crate) fn ensure_poller(&self) -> Result<(), RegisterError> {
         let mut poller = lock(&self.poller);
         if poller.is_some() {
             return Ok(());
@@ -139,9 +144,10 @@ impl Reactor {
             .map_err(RegisterError::Poll)?;
         let platform = self.platform.clone();
         let table = self.table.clone();
+        let edge = self.edge.clone();
         let thread = std::thread::Builder::new()
             .name("smarm-poller".into())
-            .spawn(move || poll_loop(&platform, &table, stop_listener))
+            .spawn(move || poll_loop(&platform, &table, &edge, stop_listener))
             .map_err(RegisterError::Poller)?;
         *poller = Some(Poller { stop, thread });
         Ok(())
@@ -169,9 +175,8 @@ impl Reactor {
                 // another waiter was parked on it: the kernel dropped the
                 // registration. Start a fresh one.
                 Err(PollError::NotRegistered) => {
-                    let token = table.sequence.wrapping_add(1);
-                    table.sequence = token;
-                    let token = (u64::from(token) << 32) | u64::from(fd as u32);
+                    table.sequence = table.sequence.wrapping_add(1) & 0x7fff_ffff;
+                    let token = (u64::from(table.sequence) << 32) | u64::from(fd as u32);
                     entry.token = token;
                     self.platform.poll_register(fd, token, interest)
                 }
@@ -238,7 +243,7 @@ impl Reactor {
 
 /// The poller thread: waits for readiness, hands each ready waiter its
 /// wake, re-arms or removes the registration.
-fn poll_loop(platform: &LinuxPlatform, table: &Mutex<Table>, stop: UnixStream) {
+fn poll_loop(platform: &LinuxPlatform, table: &Mutex<Table>, edge: &EdgeTable, stop: UnixStream) {
     let mut events = [Event::default(); EVENT_BATCH];
     let mut wakes: Vec<Waker> = Vec::with_capacity(2 * EVENT_BATCH);
     loop {
@@ -255,6 +260,9 @@ fn poll_loop(platform: &LinuxPlatform, table: &Mutex<Table>, stop: UnixStream) {
             let mut table = lock(table);
             let table = &mut *table;
             for event in &events[..count] {
+                if event.token != STOP_TOKEN && edge.dispatch(event) {
+                    continue;
+                }
                 if event.token == STOP_TOKEN {
                     let _ = platform.poll_deregister(stop.as_raw_fd());
                     return;

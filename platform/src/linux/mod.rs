@@ -272,6 +272,21 @@ impl Platform for LinuxPlatform {
         self.control(libc::EPOLL_CTL_ADD, fd, token, interest)
     }
 
+    fn poll_register_edge(&self, fd: RawFd, token: u64) -> Result<(), PollError> {
+        let flags = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+        let mut event = libc::epoll_event { events: flags, u64: token };
+        // SAFETY: `event` is a valid epoll_event for the duration of the
+        // call; the kernel copies it.
+        if unsafe { libc::epoll_ctl(self.epoll_fd, libc::EPOLL_CTL_ADD, fd, &mut event) } == 0 {
+            return Ok(());
+        }
+        Err(match errno() {
+            libc::EEXIST => PollError::AlreadyRegistered,
+            libc::ENOENT | libc::EBADF => PollError::NotRegistered,
+            other => PollError::Os(other),
+        })
+    }
+
     fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
         self.control(libc::EPOLL_CTL_MOD, fd, token, interest)
     }

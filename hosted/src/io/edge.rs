@@ -1,0 +1,234 @@
+//! Edge-triggered registrations: one per socket, made on its first wait
+//! and removed when the socket drops, with the readiness cached per
+//! direction so a call that cannot block is made without a wait.
+//!
+//! A [`Readiness`] is the socket's half the poller sees: a word of two
+//! ready bits and a tick, and the waiters of each direction. The poller
+//! sets bits (and bumps the tick) on every edge; a call that hits
+//! `EAGAIN` clears its bit — only if the tick is still the one it read
+//! before the call, so an edge that came in between is never lost. A wait
+//! parks only while its bit is clear.
+//!
+//! The table from token to readiness is sharded: a socket's token picks
+//! its shard, so registrations and events of different sockets rarely
+//! meet on a lock. Tokens are never reused (a 63-bit counter), so an event
+//! fetched for a socket that has since dropped finds nothing and is
+//! ignored.
+//!
+//! Invariant: a waiter is added under the readiness's lock only while the
+//! direction's bit is clear; an edge sets the bit before it takes that
+//! lock to take the waiters. So either the waiter sees the bit, or the
+//! edge sees the waiter.
+#![deny(unsafe_code)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use smarm_core::kernel::wait::Waiter;
+use smarm_platform::linux::LinuxPlatform;
+use smarm_platform::{Event, Platform, PollError, RawFd};
+
+/// Tokens of edge registrations carry this bit; the one-shot fd waits of
+/// the reactor never do.
+pub(crate) const EDGE_BIT: u64 = 1 << 63;
+/// Shards of the token table.
+const SHARDS: usize = 64;
+
+/// Which readiness a call or a wait is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read = 0,
+    Write = 1,
+}
+
+impl Direction {
+    const fn bit(self) -> u64 {
+        1 << self as u64
+    }
+}
+
+/// The tick lives above the two ready bits.
+const TICK_SHIFT: u32 = 32;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // No user code runs under these locks; recover from poison rather
+    // than panic.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A socket's readiness as the poller reports it, and who waits for it.
+#[derive(Debug)]
+pub(crate) struct Readiness {
+    /// Bit 0 readable, bit 1 writable, bits 32.. a tick bumped by every
+    /// edge. Both bits start set: a fresh socket is tried before it is
+    /// waited on.
+    word: AtomicU64,
+    /// The waiters of each direction: at most one per process (a process
+    /// waits once at a time, so an older entry of the same process is
+    /// stale and replaced), plus plain threads' waits.
+    waiters: Mutex<[Vec<Waiter>; 2]>,
+}
+
+/// What [`Readiness::snapshot`] saw: its bits and its tick.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Snapshot(u64);
+
+impl Snapshot {
+    pub(crate) fn is_ready(self, direction: Direction) -> bool {
+        self.0 & direction.bit() != 0
+    }
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Readiness {
+            word: AtomicU64::new(Direction::Read.bit() | Direction::Write.bit()),
+            waiters: Mutex::new([Vec::new(), Vec::new()]),
+        }
+    }
+}
+
+impl Readiness {
+    /// The cached readiness now. Acquire pairs with the Release of
+    /// [`set`](Self::set): what the edge reported is visible.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot(self.word.load(Ordering::Acquire))
+    }
+
+    /// Clears `direction`'s bit after a call that would block, unless an
+    /// edge came since `seen` was taken (then the next call tries again).
+    pub(crate) fn clear(&self, direction: Direction, seen: Snapshot) {
+        let tick = seen.0 >> TICK_SHIFT;
+        // Relaxed on failure: the CAS only keeps the bit when the tick
+        // moved, which it reads from the word itself.
+        let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |word| {
+            (word >> TICK_SHIFT == tick).then_some(word & !direction.bit())
+        });
+    }
+
+    /// Marks the directions ready, bumps the tick, and wakes their waiters.
+    pub(crate) fn set(&self, readable: bool, writable: bool) {
+        let bits = if readable { Direction::Read.bit() } else { 0 }
+            | if writable { Direction::Write.bit() } else { 0 };
+        if bits == 0 {
+            return;
+        }
+        // Release pairs with `snapshot`'s Acquire.
+        let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |word| {
+            Some((word | bits).wrapping_add(1 << TICK_SHIFT))
+        });
+        let mut woken: [Vec<Waiter>; 2] = [Vec::new(), Vec::new()];
+        {
+            let mut waiters = lock(&self.waiters);
+            if readable {
+                std::mem::swap(&mut woken[0], &mut waiters[0]);
+            }
+            if writable {
+                std::mem::swap(&mut woken[1], &mut waiters[1]);
+            }
+        }
+        for waiter in woken.iter().flatten() {
+            waiter.wake();
+        }
+    }
+
+    /// Leaves `waiter` for `direction`, unless the direction is ready
+    /// already: then nothing is left and the answer is `true`.
+    pub(crate) fn add_waiter(&self, direction: Direction, waiter: &Waiter) -> bool {
+        let mut waiters = lock(&self.waiters);
+        if self.snapshot().is_ready(direction) {
+            return true;
+        }
+        let list = &mut waiters[direction as usize];
+        match waiter.pid() {
+            Some(pid) => match list.iter_mut().find(|other| other.pid() == Some(pid)) {
+                Some(stale) => *stale = waiter.clone(),
+                None => list.push(waiter.clone()),
+            },
+            None => list.push(waiter.clone()),
+        }
+        false
+    }
+
+    /// Takes `waiter` out of `direction`'s waiters if it is still there (a
+    /// wait that ended by its timer or a stop).
+    pub(crate) fn remove_waiter(&self, direction: Direction, waiter: &Waiter) {
+        let mut waiters = lock(&self.waiters);
+        waiters[direction as usize].retain(|other| !other.same_wait(waiter));
+    }
+
+    /// Wakes every waiter with both directions marked ready: the socket is
+    /// going away, and each wait's next call reports why.
+    pub(crate) fn close(&self) {
+        self.set(true, true);
+    }
+}
+
+/// One shard of the token table.
+type Shard = Mutex<HashMap<u64, Weak<Readiness>>>;
+
+/// The token table of one runtime's edge registrations.
+#[derive(Debug)]
+pub(crate) struct EdgeTable {
+    shards: Box<[Shard]>,
+    sequence: AtomicU64,
+}
+
+impl Default for EdgeTable {
+    fn default() -> Self {
+        EdgeTable {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            sequence: AtomicU64::new(0),
+        }
+    }
+}
+
+impl EdgeTable {
+    fn shard(&self, token: u64) -> &Shard {
+        &self.shards[(token as usize) % SHARDS]
+    }
+
+    /// Registers `fd` with `platform`'s poller, edge-triggered, reporting to
+    /// `readiness`. Returns the token to deregister with.
+    pub(crate) fn register(
+        &self,
+        platform: &LinuxPlatform,
+        fd: RawFd,
+        readiness: &Arc<Readiness>,
+    ) -> Result<u64, PollError> {
+        // Relaxed: the counter only has to hand out distinct values.
+        let token = EDGE_BIT | (self.sequence.fetch_add(1, Ordering::Relaxed) & !EDGE_BIT);
+        // In the table before the kernel can report it.
+        lock(self.shard(token)).insert(token, Arc::downgrade(readiness));
+        if let Err(error) = platform.poll_register_edge(fd, token) {
+            lock(self.shard(token)).remove(&token);
+            return Err(error);
+        }
+        Ok(token)
+    }
+
+    /// Removes the registration `token` of `fd` (before `fd` is closed).
+    pub(crate) fn deregister(&self, platform: &LinuxPlatform, fd: RawFd, token: u64) {
+        let _ = platform.poll_deregister(fd);
+        lock(self.shard(token)).remove(&token);
+    }
+
+    /// Hands an event to its socket's readiness; `false` if the token is
+    /// not an edge registration's (the caller handles it).
+    pub(crate) fn dispatch(&self, event: &Event) -> bool {
+        if event.token & EDGE_BIT == 0 {
+            return false;
+        }
+        let readiness = lock(self.shard(event.token)).get(&event.token).and_then(Weak::upgrade);
+        if let Some(readiness) = readiness {
+            readiness.set(event.readable, event.writable);
+        }
+        true
+    }
+
+    /// Live edge registrations (diagnostics and tests).
+    pub(crate) fn registered(&self) -> usize {
+        self.shards.iter().map(|shard| lock(shard).len()).sum()
+    }
+}
