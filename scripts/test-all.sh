@@ -72,7 +72,7 @@ cargo test -q -p smarm-platform-plain
 step "examples, at small sizes (each checks its own result)"
 cargo build -q -p smarm -p smarm-arch --examples
 for example in "tour --quick" "ping_pong 2000" "supervision_tree 5" "kv_server 200" "worker_pool 300" \
-  "chat_server --selftest 5 5" "echo_server 10 10" "top 1" "actors" "multi_worker" "thread_ring 2 10000"; do
+  "chat_server --selftest 5 5" "echo_server 10 10" "http_hello --selftest 10 100" "top 1" "actors" "multi_worker" "thread_ring 2 10000"; do
   # shellcheck disable=SC2086 # the example's name and its arguments
   set -- $example
   name=$1
