@@ -69,6 +69,7 @@ use smarm_platform::linux::{EMPTY, NOTIFIED};
 use smarm_platform::{Nanos, ParkToken, Platform};
 
 use crate::context::{self, HostContext, DEFAULT_IO_THREADS};
+use crate::io::reactor::{Reactor, POLL_EVERY};
 use crate::RunError;
 use smarm_platform::linux::LinuxPlatform;
 
@@ -358,11 +359,12 @@ impl EngineShared {
         woke
     }
 
-    /// Parks the driver on `token` until `deadline` or a wake, counted out
-    /// of the awake drivers meanwhile.
-    fn park(&self, platform: &LinuxPlatform, token: &ParkToken, deadline: Option<Nanos>) {
+    /// Parks the driver on `token` until `deadline` or a wake — in the io
+    /// poller, if the runtime waits on fds and no other driver sleeps
+    /// there — counted out of the awake drivers meanwhile.
+    fn park(&self, reactor: &Reactor, token: &ParkToken, deadline: Option<Nanos>) {
         self.n_awake.fetch_sub(1, Ordering::Relaxed);
-        platform.park(token, deadline);
+        reactor.park(token, deadline);
         self.n_awake.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -565,6 +567,8 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
     // normally have one already, and this keeps it (or makes one).
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let platform: Arc<LinuxPlatform> = context.platform.clone();
+    let services = context.clone();
+    let reactor = &services.reactor;
     let _entered = context::enter(context);
     let Some(first) = workers.first() else { return };
     let token = runtime.park_token(first.id());
@@ -572,6 +576,7 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
         workers.iter().all(|worker| ptr::eq(runtime.park_token(worker.id()), token)),
         "a driver's workers share its park token"
     );
+    let mut passes = 0u32;
     loop {
         if shared.shutdown.load(Ordering::Acquire) {
             break;
@@ -581,10 +586,19 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
             did |= worker.try_tick();
         }
         if did {
+            passes = passes.wrapping_add(1);
+            if passes.is_multiple_of(POLL_EVERY) {
+                reactor.poll_pending();
+            }
             continue;
         }
         if runtime.is_finished() {
             platform.unpark(&shared.main);
+        }
+        // Readiness that came while the passes ran wakes processes now
+        // rather than after a spin.
+        if reactor.poll_pending() {
+            continue;
         }
         if shared.spin(token) {
             continue;
@@ -593,6 +607,6 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
             break;
         }
         let deadline = workers.iter().filter_map(Worker::next_deadline).min();
-        shared.park(&platform, token, deadline);
+        shared.park(reactor, token, deadline);
     }
 }

@@ -791,13 +791,40 @@ where
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
     let handle = single.runtime().spawn_on(0, stop_all_if_root_panics(root)).map_err(RunError::Spawn)?;
-    single.run();
+    drive_single(&mut single, &context.reactor);
     // Finished: refuse spawns from cloned handles, then drive the ones
     // that raced with the close to their end.
     single.runtime().close();
-    single.run();
+    drive_single(&mut single, &context.reactor);
     context.shutdown();
     RunError::from_root(handle)
+}
+
+/// `SingleThreadRuntime::run`, with the io poller in the loop: runs until
+/// no process is live and no external work is outstanding; a busy loop
+/// takes pending readiness every few rounds, an idle one parks in the
+/// poller until the next timer or a wake.
+fn drive_single(single: &mut SingleThreadRuntime, reactor: &io::reactor::Reactor) {
+    let mut rounds = 0u32;
+    loop {
+        if single.try_tick() {
+            rounds = rounds.wrapping_add(1);
+            if rounds.is_multiple_of(io::reactor::POLL_EVERY) {
+                reactor.poll_pending();
+            }
+            continue;
+        }
+        if single.runtime().is_finished() {
+            return;
+        }
+        if reactor.poll_pending() {
+            continue;
+        }
+        // A wake or spawn pushed after this round's drain has also
+        // signalled the token, so the park returns at once.
+        let deadline = single.next_deadline();
+        reactor.park(single.runtime().park_token(0), deadline);
+    }
 }
 
 /// Wraps a root process's body: if it panics, every other process and

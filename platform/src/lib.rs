@@ -379,4 +379,32 @@ pub trait Platform: Send + Sync + 'static {
         let _ = (events, timeout);
         Err(PollError::Unsupported)
     }
+
+    /// [`park`](Self::park) that watches readiness meanwhile: the driver
+    /// sleeps until a wake on `token`, `deadline`, or readiness events,
+    /// which it gets in `events` (their count is returned; a wake or the
+    /// deadline returns 0). This is how idle drivers poll io without a
+    /// thread of its own: at most one driver at a time sleeps in the
+    /// poller (the *poller seat*); while another holds it, this parks as
+    /// `park` does and returns 0. `unpark` of the seat holder's token
+    /// interrupts its poll. Default: [`PollError::Unsupported`] (the caller
+    /// then parks with `park`).
+    fn park_polling(
+        &self,
+        token: &ParkToken,
+        deadline: Option<Nanos>,
+        events: &mut [Event],
+    ) -> Result<usize, PollError> {
+        let _ = (token, deadline, events);
+        Err(PollError::Unsupported)
+    }
+
+    /// Takes pending readiness events without blocking, for a busy driver
+    /// that polls every so often. Returns 0 at once when another driver
+    /// holds the poller seat (it sees the events itself). Default:
+    /// [`PollError::Unsupported`].
+    fn poll_pending(&self, events: &mut [Event]) -> Result<usize, PollError> {
+        let _ = events;
+        Err(PollError::Unsupported)
+    }
 }

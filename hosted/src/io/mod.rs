@@ -273,7 +273,6 @@ fn wait(fd: RawFd, direction: Direction) -> Result<(), IoError> {
         return Err(match error {
             RegisterError::Busy => IoError::Busy(fd),
             RegisterError::Poll(error) => IoError::Poll(error),
-            RegisterError::Poller(error) => IoError::NoThread(error),
         });
     }
     // Armed only now that there is something to remove; a stop observed in

@@ -229,7 +229,7 @@ impl<S: AsRawFd> Source<S> {
         })?;
         let registration = self.registration.get_or_init(|| {
             let _no_preempt = NoPreempt::new();
-            context.reactor.ensure_poller().map_err(|_| io::ErrorKind::OutOfMemory)?;
+            context.reactor.activate();
             match context.reactor.edge.register(&context.platform, self.fd(), &self.readiness) {
                 Ok(token) => Ok(Registration { context: context.clone(), token }),
                 Err(smarm_platform::PollError::Os(code)) => Err(io::Error::from_raw_os_error(code).kind()),
