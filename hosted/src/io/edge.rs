@@ -67,7 +67,39 @@ pub(crate) struct Readiness {
     /// The waiters of each direction: at most one per process (a process
     /// waits once at a time, so an older entry of the same process is
     /// stale and replaced), plus plain threads' waits.
-    waiters: Mutex<[Vec<Waiter>; 2]>,
+    waiters: Mutex<[Waiters; 2]>,
+}
+
+/// The waiters of one direction: the first inline (a connection's one
+/// reader or writer allocates nothing per wait), more in a vector.
+#[derive(Debug, Default)]
+struct Waiters {
+    first: Option<Waiter>,
+    more: Vec<Waiter>,
+}
+
+impl Waiters {
+    fn add(&mut self, waiter: &Waiter) {
+        // A process waits once at a time: an older entry of the same
+        // process is stale, and replaced.
+        let same = |other: &Waiter| waiter.pid().is_some() && other.pid() == waiter.pid();
+        match &mut self.first {
+            slot @ None => *slot = Some(waiter.clone()),
+            Some(first) if same(first) => *first = waiter.clone(),
+            Some(_) => match self.more.iter_mut().find(|other| same(other)) {
+                Some(stale) => *stale = waiter.clone(),
+                None => self.more.push(waiter.clone()),
+            },
+        }
+    }
+
+    fn remove(&mut self, waiter: &Waiter) {
+        if self.first.as_ref().is_some_and(|first| first.same_wait(waiter)) {
+            self.first = self.more.pop();
+        } else {
+            self.more.retain(|other| !other.same_wait(waiter));
+        }
+    }
 }
 
 /// What [`Readiness::snapshot`] saw: its bits and its tick.
@@ -84,7 +116,7 @@ impl Default for Readiness {
     fn default() -> Self {
         Readiness {
             word: AtomicU64::new(Direction::Read.bit() | Direction::Write.bit()),
-            waiters: Mutex::new([Vec::new(), Vec::new()]),
+            waiters: Mutex::new([Waiters::default(), Waiters::default()]),
         }
     }
 }
@@ -118,17 +150,20 @@ impl Readiness {
         let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |word| {
             Some((word | bits).wrapping_add(1 << TICK_SHIFT))
         });
-        let mut woken: [Vec<Waiter>; 2] = [Vec::new(), Vec::new()];
+        let mut first: [Option<Waiter>; 2] = [None, None];
+        let mut more: Vec<Waiter> = Vec::new();
         {
             let mut waiters = lock(&self.waiters);
-            if readable {
-                std::mem::swap(&mut woken[0], &mut waiters[0]);
-            }
-            if writable {
-                std::mem::swap(&mut woken[1], &mut waiters[1]);
+            for (direction, ready) in [readable, writable].into_iter().enumerate() {
+                if ready {
+                    first[direction] = waiters[direction].first.take();
+                    if !waiters[direction].more.is_empty() {
+                        more.append(&mut waiters[direction].more);
+                    }
+                }
             }
         }
-        for waiter in woken.iter().flatten() {
+        for waiter in first.iter().flatten().chain(more.iter()) {
             waiter.wake();
         }
     }
@@ -140,14 +175,7 @@ impl Readiness {
         if self.snapshot().is_ready(direction) {
             return true;
         }
-        let list = &mut waiters[direction as usize];
-        match waiter.pid() {
-            Some(pid) => match list.iter_mut().find(|other| other.pid() == Some(pid)) {
-                Some(stale) => *stale = waiter.clone(),
-                None => list.push(waiter.clone()),
-            },
-            None => list.push(waiter.clone()),
-        }
+        waiters[direction as usize].add(waiter);
         false
     }
 
@@ -155,7 +183,7 @@ impl Readiness {
     /// wait that ended by its timer or a stop).
     pub(crate) fn remove_waiter(&self, direction: Direction, waiter: &Waiter) {
         let mut waiters = lock(&self.waiters);
-        waiters[direction as usize].retain(|other| !other.same_wait(waiter));
+        waiters[direction as usize].remove(waiter);
     }
 
     /// Wakes every waiter with both directions marked ready: the socket is
