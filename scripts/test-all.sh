@@ -14,7 +14,8 @@
 #   7. the aarch64 suite under qemu-aarch64 (user mode);
 #   8. the loom models (LOOM_MAX_PREEMPTIONS=2);
 #   9. the bare-metal image booted under qemu-system-aarch64;
-#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted).
+#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted),
+#      and the HTTP bench under wrk in quick mode (benches/http.sh --quick).
 # Usage: scripts/test-all.sh            (everything)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -147,5 +148,10 @@ qemu/run-bare.sh
 
 step "benchmarks (quick mode: they build and run once)"
 benches/run.sh --quick
+
+step "HTTP under wrk, quick mode: smarm's http_hello beside tokio and hyper (installs wrk)"
+# ~1 minute on 2 cores: the peers' release build, then five servers, a
+# 2 s run and 1,000 idle connections each. Figures are not asserted.
+benches/http.sh --quick
 
 printf '\nall checks passed\n'

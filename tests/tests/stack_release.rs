@@ -52,7 +52,12 @@ fn a_burst_that_ends_gives_its_stacks_pages_back() {
     let released = pooled - warm;
     assert!(released >= BURST - 128, "{released} stacks gave their pages back");
     // The pooled stacks held most of the peak; given back, the resident set
-    // falls to a fraction of it (kept warm, it stays above half).
+    // falls to a fraction of it (kept warm, it stays above half). Under
+    // AddressSanitizer the resident set is mostly shadow memory: the count
+    // above is the check there.
+    if cfg!(smarm_asan) {
+        return;
+    }
     assert!(
         after * 3 <= peak,
         "resident set {after} after the burst, {peak} at its peak ({released} stacks released)"
