@@ -292,6 +292,8 @@ pub fn available_cpus() -> usize {
 /// ns per hop, a yield every 16 hints 282–287 ns, a bare load loop 293–376
 /// ns).
 const YIELD_EVERY: u32 = 16;
+/// Spins between two looks at the io poller while spinning (≈ 10 µs).
+const POLL_EVERY_SPINS: u32 = 256;
 
 /// What the drivers of one engine share with it.
 struct EngineShared {
@@ -315,7 +317,7 @@ impl EngineShared {
     /// Spins on `token` for the budget if a spinner seat is free and the
     /// awake drivers leave a CPU for it. Returns whether a wake arrived
     /// (and was taken).
-    fn spin(&self, token: &ParkToken) -> bool {
+    fn spin(&self, token: &ParkToken, reactor: &Reactor) -> bool {
         if self.spin_budget == 0 {
             return false;
         }
@@ -347,7 +349,15 @@ impl EngineShared {
                 break false;
             }
             spins += 1;
-            if spins.is_multiple_of(YIELD_EVERY) {
+            if reactor.is_active() {
+                // A runtime that waits on fds looks at its poller now and
+                // then instead of yielding: readiness is the work most
+                // likely to come.
+                if spins.is_multiple_of(POLL_EVERY_SPINS) && reactor.poll_pending() {
+                    break true;
+                }
+                Native::spin_hint();
+            } else if spins.is_multiple_of(YIELD_EVERY) {
                 std::thread::yield_now();
             } else {
                 Native::spin_hint();
@@ -595,12 +605,17 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
         if runtime.is_finished() {
             platform.unpark(&shared.main);
         }
-        // Readiness that came while the passes ran wakes processes now
-        // rather than after a spin.
-        if reactor.poll_pending() {
+        // A lone driver of a runtime that waits on fds has no other worker
+        // to hear from quickly: it parks in the poller at once, where
+        // pending readiness returns it at once too (one `epoll_wait` per
+        // idle moment, as an event loop makes).
+        let lone_poller = shared.drivers == 1 && reactor.is_active();
+        // Otherwise readiness that came while the passes ran wakes
+        // processes now rather than after a spin.
+        if !lone_poller && reactor.poll_pending() {
             continue;
         }
-        if shared.spin(token) {
+        if !lone_poller && shared.spin(token, reactor) {
             continue;
         }
         if shared.shutdown.load(Ordering::Acquire) {

@@ -803,7 +803,7 @@ where
 /// `SingleThreadRuntime::run`, with the io poller in the loop: runs until
 /// no process is live and no external work is outstanding; a busy loop
 /// takes pending readiness every few rounds, an idle one parks in the
-/// poller until the next timer or a wake.
+/// poller until readiness, the next timer or a wake.
 fn drive_single(single: &mut SingleThreadRuntime, reactor: &io::reactor::Reactor) {
     let mut rounds = 0u32;
     loop {
@@ -817,11 +817,9 @@ fn drive_single(single: &mut SingleThreadRuntime, reactor: &io::reactor::Reactor
         if single.runtime().is_finished() {
             return;
         }
-        if reactor.poll_pending() {
-            continue;
-        }
         // A wake or spawn pushed after this round's drain has also
-        // signalled the token, so the park returns at once.
+        // signalled the token, and pending readiness is reported at once,
+        // so the park returns at once for either.
         let deadline = single.next_deadline();
         reactor.park(single.runtime().park_token(0), deadline);
     }

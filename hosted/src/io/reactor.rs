@@ -139,6 +139,11 @@ impl Reactor {
         self.active.store(true, Ordering::Release);
     }
 
+    /// Whether drivers poll (some fd was registered).
+    pub(crate) fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
     /// Parks a driver on `token` until a wake, `deadline` or readiness —
     /// in the poller if this runtime waits on fds — and delivers the
     /// readiness it got.
