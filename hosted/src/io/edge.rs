@@ -22,12 +22,22 @@
 #![deny(unsafe_code)]
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
 use smarm_core::kernel::wait::Waiter;
+
+// The readiness protocol's atomics and lock, swapped for loom's in its
+// models (`--cfg loom`).
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::{Mutex, MutexGuard};
 use smarm_platform::linux::LinuxPlatform;
 use smarm_platform::{Event, Platform, PollError, RawFd};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+use std::sync::{Mutex, MutexGuard};
 
 /// Tokens of edge registrations carry this bit; the one-shot fd waits of
 /// the reactor never do.
@@ -57,9 +67,37 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+fn lock_shard(shard: &Shard) -> std::sync::MutexGuard<'_, HashMap<u64, Weak<Readiness>>> {
+    shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What the readiness protocol needs of a waiter: a process's or a
+/// thread's [`Waiter`], or a flag in the loom models.
+pub(crate) trait Wake: Clone {
+    fn wake(&self);
+    /// Whether `self` and `other` are waits of the same process (so the
+    /// older one is stale).
+    fn same_process(&self, other: &Self) -> bool;
+    fn same_wait(&self, other: &Self) -> bool;
+}
+
+impl Wake for Waiter {
+    fn wake(&self) {
+        Waiter::wake(self);
+    }
+
+    fn same_process(&self, other: &Self) -> bool {
+        self.pid().is_some() && self.pid() == other.pid()
+    }
+
+    fn same_wait(&self, other: &Self) -> bool {
+        Waiter::same_wait(self, other)
+    }
+}
+
 /// A socket's readiness as the poller reports it, and who waits for it.
 #[derive(Debug)]
-pub(crate) struct Readiness {
+pub(crate) struct Readiness<W: Wake = Waiter> {
     /// Bit 0 readable, bit 1 writable, bits 32.. a tick bumped by every
     /// edge. Both bits start set: a fresh socket is tried before it is
     /// waited on.
@@ -67,22 +105,28 @@ pub(crate) struct Readiness {
     /// The waiters of each direction: at most one per process (a process
     /// waits once at a time, so an older entry of the same process is
     /// stale and replaced), plus plain threads' waits.
-    waiters: Mutex<[Waiters; 2]>,
+    waiters: Mutex<[Waiters<W>; 2]>,
 }
 
 /// The waiters of one direction: the first inline (a connection's one
 /// reader or writer allocates nothing per wait), more in a vector.
-#[derive(Debug, Default)]
-struct Waiters {
-    first: Option<Waiter>,
-    more: Vec<Waiter>,
+#[derive(Debug)]
+struct Waiters<W> {
+    first: Option<W>,
+    more: Vec<W>,
 }
 
-impl Waiters {
-    fn add(&mut self, waiter: &Waiter) {
+impl<W> Default for Waiters<W> {
+    fn default() -> Self {
+        Waiters { first: None, more: Vec::new() }
+    }
+}
+
+impl<W: Wake> Waiters<W> {
+    fn add(&mut self, waiter: &W) {
         // A process waits once at a time: an older entry of the same
         // process is stale, and replaced.
-        let same = |other: &Waiter| waiter.pid().is_some() && other.pid() == waiter.pid();
+        let same = |other: &W| waiter.same_process(other);
         match &mut self.first {
             slot @ None => *slot = Some(waiter.clone()),
             Some(first) if same(first) => *first = waiter.clone(),
@@ -93,7 +137,7 @@ impl Waiters {
         }
     }
 
-    fn remove(&mut self, waiter: &Waiter) {
+    fn remove(&mut self, waiter: &W) {
         if self.first.as_ref().is_some_and(|first| first.same_wait(waiter)) {
             self.first = self.more.pop();
         } else {
@@ -112,7 +156,7 @@ impl Snapshot {
     }
 }
 
-impl Default for Readiness {
+impl<W: Wake> Default for Readiness<W> {
     fn default() -> Self {
         Readiness {
             word: AtomicU64::new(Direction::Read.bit() | Direction::Write.bit()),
@@ -121,7 +165,7 @@ impl Default for Readiness {
     }
 }
 
-impl Readiness {
+impl<W: Wake> Readiness<W> {
     /// The cached readiness now. Acquire pairs with the Release of
     /// [`set`](Self::set): what the edge reported is visible.
     pub(crate) fn snapshot(&self) -> Snapshot {
@@ -150,8 +194,8 @@ impl Readiness {
         let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |word| {
             Some((word | bits).wrapping_add(1 << TICK_SHIFT))
         });
-        let mut first: [Option<Waiter>; 2] = [None, None];
-        let mut more: Vec<Waiter> = Vec::new();
+        let mut first: [Option<W>; 2] = [None, None];
+        let mut more: Vec<W> = Vec::new();
         {
             let mut waiters = lock(&self.waiters);
             for (direction, ready) in [readable, writable].into_iter().enumerate() {
@@ -170,7 +214,7 @@ impl Readiness {
 
     /// Leaves `waiter` for `direction`, unless the direction is ready
     /// already: then nothing is left and the answer is `true`.
-    pub(crate) fn add_waiter(&self, direction: Direction, waiter: &Waiter) -> bool {
+    pub(crate) fn add_waiter(&self, direction: Direction, waiter: &W) -> bool {
         let mut waiters = lock(&self.waiters);
         if self.snapshot().is_ready(direction) {
             return true;
@@ -181,7 +225,7 @@ impl Readiness {
 
     /// Takes `waiter` out of `direction`'s waiters if it is still there (a
     /// wait that ended by its timer or a stop).
-    pub(crate) fn remove_waiter(&self, direction: Direction, waiter: &Waiter) {
+    pub(crate) fn remove_waiter(&self, direction: Direction, waiter: &W) {
         let mut waiters = lock(&self.waiters);
         waiters[direction as usize].remove(waiter);
     }
@@ -194,20 +238,20 @@ impl Readiness {
 }
 
 /// One shard of the token table.
-type Shard = Mutex<HashMap<u64, Weak<Readiness>>>;
+type Shard = std::sync::Mutex<HashMap<u64, Weak<Readiness>>>;
 
 /// The token table of one runtime's edge registrations.
 #[derive(Debug)]
 pub(crate) struct EdgeTable {
     shards: Box<[Shard]>,
-    sequence: AtomicU64,
+    sequence: std::sync::atomic::AtomicU64,
 }
 
 impl Default for EdgeTable {
     fn default() -> Self {
         EdgeTable {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            sequence: AtomicU64::new(0),
+            shards: (0..SHARDS).map(|_| std::sync::Mutex::new(HashMap::new())).collect(),
+            sequence: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -226,11 +270,11 @@ impl EdgeTable {
         readiness: &Arc<Readiness>,
     ) -> Result<u64, PollError> {
         // Relaxed: the counter only has to hand out distinct values.
-        let token = EDGE_BIT | (self.sequence.fetch_add(1, Ordering::Relaxed) & !EDGE_BIT);
+        let token = EDGE_BIT | (self.sequence.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & !EDGE_BIT);
         // In the table before the kernel can report it.
-        lock(self.shard(token)).insert(token, Arc::downgrade(readiness));
+        lock_shard(self.shard(token)).insert(token, Arc::downgrade(readiness));
         if let Err(error) = platform.poll_register_edge(fd, token) {
-            lock(self.shard(token)).remove(&token);
+            lock_shard(self.shard(token)).remove(&token);
             return Err(error);
         }
         Ok(token)
@@ -239,7 +283,7 @@ impl EdgeTable {
     /// Removes the registration `token` of `fd` (before `fd` is closed).
     pub(crate) fn deregister(&self, platform: &LinuxPlatform, fd: RawFd, token: u64) {
         let _ = platform.poll_deregister(fd);
-        lock(self.shard(token)).remove(&token);
+        lock_shard(self.shard(token)).remove(&token);
     }
 
     /// Hands an event to its socket's readiness; `false` if the token is
@@ -248,7 +292,7 @@ impl EdgeTable {
         if event.token & EDGE_BIT == 0 {
             return false;
         }
-        let readiness = lock(self.shard(event.token)).get(&event.token).and_then(Weak::upgrade);
+        let readiness = lock_shard(self.shard(event.token)).get(&event.token).and_then(Weak::upgrade);
         if let Some(readiness) = readiness {
             readiness.set(event.readable, event.writable);
         }
@@ -257,6 +301,71 @@ impl EdgeTable {
 
     /// Live edge registrations (diagnostics and tests).
     pub(crate) fn registered(&self) -> usize {
-        self.shards.iter().map(|shard| lock(shard).len()).sum()
+        self.shards.iter().map(|shard| lock_shard(shard).len()).sum()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    //! The readiness protocol under loom: an edge that comes while a call
+    //! finds the socket empty is never lost — the caller either sees the
+    //! readiness when it leaves its waiter, or the edge takes the waiter
+    //! and wakes it.
+
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use loom::sync::Arc;
+
+    use super::{Direction, Readiness, Wake};
+
+    /// A waiter that records its wake.
+    #[derive(Clone)]
+    struct Flag(Arc<AtomicBool>);
+
+    impl Wake for Flag {
+        fn wake(&self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+        fn same_process(&self, _other: &Self) -> bool {
+            false
+        }
+        fn same_wait(&self, other: &Self) -> bool {
+            Arc::ptr_eq(&self.0, &other.0)
+        }
+    }
+
+    #[test]
+    fn an_edge_during_a_would_block_call_is_never_lost() {
+        loom::model(|| {
+            let readiness = Arc::new(Readiness::<Flag>::default());
+            // The socket's receive queue, as the kernel holds it.
+            let data = Arc::new(AtomicBool::new(false));
+            let flag = Flag(Arc::new(AtomicBool::new(false)));
+            let edge = {
+                let (readiness, data) = (readiness.clone(), data.clone());
+                loom::thread::spawn(move || {
+                    // Data arrives, then its edge is reported.
+                    data.store(true, Ordering::SeqCst);
+                    readiness.set(true, false);
+                })
+            };
+            // The caller: a read that finds nothing would block, clears
+            // the readiness it saw, and leaves its waiter.
+            let seen = readiness.snapshot();
+            assert!(seen.is_ready(Direction::Read));
+            let outcome = if data.load(Ordering::SeqCst) {
+                "read"
+            } else {
+                readiness.clear(Direction::Read, seen);
+                if readiness.add_waiter(Direction::Read, &flag) {
+                    "ready"
+                } else {
+                    "parked"
+                }
+            };
+            edge.join().unwrap();
+            if outcome == "parked" {
+                assert!(flag.0.load(Ordering::SeqCst), "the edge was lost: the caller would sleep forever");
+            }
+        });
     }
 }
