@@ -13,7 +13,8 @@
 //!   OS thread per worker, with a spinning idle policy — the multi-core
 //!   runtime.
 //!
-//! Around them: [`io`] (blocking jobs on io threads, fd readiness),
+//! Around them: [`net`] (TCP, UDP and Unix sockets whose blocking calls
+//! park the process), [`io`] (blocking jobs on io threads, fd readiness),
 //! [`PreemptingAlloc`] (preemption at allocation), [`ActorLocal`] /
 //! [`local!`] (storage that travels with a process), stack-overflow reports
 //! naming the process, and a panic hook naming it too.
@@ -105,15 +106,22 @@
 //!
 //! # Io
 //!
+//! [`net`] gives sockets shaped like `std::net`: `TcpListener::accept`,
+//! `Read` / `Write` on a `TcpStream`, `UdpSocket::recv_from`, Unix sockets —
+//! each call that would block parks the calling process (its worker runs
+//! others; the workers themselves poll the sockets' readiness), honours the
+//! socket's read and write timeouts, and blocks the thread when called
+//! outside a process. A socket's readiness is also a `select` arm.
+//!
 //! [`io`] lets a process do blocking io without blocking its worker:
 //! [`io::block_on_io`] runs a blocking call on an io thread and parks the
 //! process until it returns; [`io::read`], [`io::write_all`] and
 //! [`io::wait_readable`] park the process on a nonblocking descriptor's
-//! readiness. The module's documentation has a TCP round trip.
+//! readiness — for descriptors you bring yourself.
 //!
 //! # Bare metal
 //!
-//! All of the above except `io` and the Engine's threads is `smarm-core`,
+//! All of the above except `net`, `io` and the Engine's threads is `smarm-core`,
 //! which is `no_std` + `alloc`: the same scheduler runs on a bare AArch64
 //! board. A port implements one trait, `smarm_platform::Platform` (stacks,
 //! clock, parking), supplies `HostHooks` and drives the workers from its
