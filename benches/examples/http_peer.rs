@@ -17,9 +17,12 @@ use tokio::net::{TcpListener, TcpStream};
 const RESPONSE: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, world!";
 
-/// The same loop as smarm's `http_hello`: read, answer every complete
-/// request in one write, keep the rest.
+/// The same loop as smarm's `http_hello`: wait for the first byte, then
+/// read, answer every complete request in one write, keep the rest.
 async fn connection(mut stream: TcpStream) -> std::io::Result<()> {
+    // As http_hello: an idle connection holds no buffer until its first
+    // byte comes.
+    stream.readable().await?;
     let mut buffer = vec![0u8; 4096];
     let mut filled = 0;
     let mut out = Vec::with_capacity(RESPONSE.len());

@@ -1,6 +1,9 @@
 //! A minimal HTTP/1.1 keep-alive server on `smarm::net`: a process per
 //! connection, `httparse` for the requests, "Hello, world!" for every one.
 //!
+//! An idle connection costs its process (the top page of a stack, a slot)
+//! and no buffer: the read buffer is allocated when the first byte comes.
+//!
 //! Connections are spread over the workers: the accept loop hands each
 //! accepted stream to `smarm::current_runtime().spawn(..)` — the runtime
 //! handle's spawn, which places round-robin over the workers — rather than
@@ -26,6 +29,11 @@ const RESPONSE: &[u8] =
 /// Serves one connection until the peer closes or sends garbage; returns
 /// how many requests it answered.
 fn connection(mut stream: TcpStream) -> std::io::Result<u64> {
+    // An idle connection holds no buffer: wait for its first byte (a peek
+    // parks the process), then allocate.
+    if stream.peek(&mut [0u8; 1])? == 0 {
+        return Ok(0);
+    }
     let mut buffer = vec![0u8; 4096];
     let mut filled = 0;
     let mut out = Vec::with_capacity(RESPONSE.len());
