@@ -300,6 +300,13 @@ struct RemoveWaiter<'a> {
 
 impl Drop for RemoveWaiter<'_> {
     fn drop(&mut self) {
+        // The bit was clear when the waiter was left (under the lock), and
+        // only an edge sets it: that edge takes this direction's waiters
+        // (if it has not yet, the wake it gives is stale, and harmless).
+        // The lock is needed only after a timer or a stop.
+        if self.readiness.snapshot().is_ready(self.direction) {
+            return;
+        }
         let _no_preempt = NoPreempt::new();
         self.readiness.remove_waiter(self.direction, &self.waiter);
     }
