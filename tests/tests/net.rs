@@ -339,3 +339,31 @@ fn a_select_set_waits_on_a_datagram_socket() {
 fn outside_a_process_the_calls_block_the_thread() {
     plain_threads_block(Drive::Single(1));
 }
+
+#[test]
+fn a_socket_moves_to_the_runtime_that_uses_it_next() {
+    // Bound outside any runtime, used by one runtime, then by another.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    for drive in [Drive::Single(1), Drive::Threads(2), Drive::Single(1)] {
+        let listener = listener.clone();
+        let echoed = drive.run(move || {
+            let server = smarm::spawn(move || {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut buffer = [0u8; 4];
+                stream.read_exact(&mut buffer).unwrap();
+                stream.write_all(&buffer).unwrap();
+            })
+            .unwrap();
+            // Let the server park in accept (the listener registers) first.
+            smarm::sleep(ms(5));
+            let mut client = TcpStream::connect(address).unwrap();
+            client.write_all(b"move").unwrap();
+            let mut buffer = [0u8; 4];
+            client.read_exact(&mut buffer).unwrap();
+            server.join().unwrap();
+            buffer
+        });
+        assert_eq!(&echoed, b"move");
+    }
+}

@@ -10,8 +10,8 @@
 
 use std::io;
 use std::os::unix::io::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use smarm_core::kernel::wait::{Wait, Waiter};
@@ -37,7 +37,11 @@ struct Registration {
 pub(crate) struct Source<S: AsRawFd> {
     socket: S,
     readiness: Arc<Readiness>,
-    registration: OnceLock<Result<Registration, io::ErrorKind>>,
+    /// The registration, if the socket ever waited through a poller.
+    registration: Mutex<Option<Registration>>,
+    /// The address of the context registered with (0: none): the fast
+    /// check of every wait.
+    registered_with: AtomicUsize,
     /// Read and write timeouts in nanoseconds, [`NO_TIMEOUT`] for none.
     timeouts: [AtomicU64; 2],
 }
@@ -62,7 +66,8 @@ impl<S: AsRawFd> Source<S> {
         Arc::new(Source {
             socket,
             readiness: Arc::new(Readiness::default()),
-            registration: OnceLock::new(),
+            registration: Mutex::new(None),
+            registered_with: AtomicUsize::new(0),
             timeouts: [AtomicU64::new(NO_TIMEOUT), AtomicU64::new(NO_TIMEOUT)],
         })
     }
@@ -219,7 +224,9 @@ impl<S: AsRawFd> Source<S> {
     }
 
     /// Makes the socket's edge registration with the calling process's
-    /// runtime, once.
+    /// runtime: once, or again when the socket is used from another
+    /// runtime than the one it last waited through (the registration
+    /// moves; a socket waits through one runtime at a time).
     fn register(&self) -> io::Result<()> {
         let context = context::current().ok_or_else(|| {
             io::Error::new(
@@ -227,22 +234,33 @@ impl<S: AsRawFd> Source<S> {
                 "this runtime has no io services: start it with smarm::run or smarm::Engine",
             )
         })?;
-        let registration = self.registration.get_or_init(|| {
-            let _no_preempt = NoPreempt::new();
-            context.reactor.activate();
-            match context.reactor.edge.register(&context.platform, self.fd(), &self.readiness) {
-                Ok(token) => Ok(Registration { context: context.clone(), token }),
-                Err(smarm_platform::PollError::Os(code)) => Err(io::Error::from_raw_os_error(code).kind()),
-                Err(_) => Err(io::ErrorKind::InvalidInput),
+        let address = Arc::as_ptr(&context) as usize;
+        // Relaxed: a hint for the fast path; the lock below decides.
+        if self.registered_with.load(Ordering::Relaxed) == address {
+            return Ok(());
+        }
+        let _no_preempt = NoPreempt::new();
+        let mut registration = self.registration.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(old) = registration.as_ref() {
+            if Arc::ptr_eq(&old.context, &context) {
+                return Ok(());
             }
-        });
-        match registration {
-            Ok(registration) if Arc::ptr_eq(&registration.context, &context) => Ok(()),
-            Ok(_) => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "this socket waits through another runtime: use it from processes of the runtime that first waited on it",
-            )),
-            Err(kind) => Err(io::Error::new(*kind, "the socket cannot be polled for readiness")),
+        }
+        if let Some(old) = registration.take() {
+            old.context.reactor.edge.deregister(&old.context.platform, self.fd(), old.token);
+            self.registered_with.store(0, Ordering::Relaxed);
+            // Whatever the old poller had not reported yet: try again.
+            self.readiness.set(true, true);
+        }
+        context.reactor.activate();
+        match context.reactor.edge.register(&context.platform, self.fd(), &self.readiness) {
+            Ok(token) => {
+                *registration = Some(Registration { context, token });
+                self.registered_with.store(address, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(smarm_platform::PollError::Os(code)) => Err(io::Error::from_raw_os_error(code)),
+            Err(error) => Err(io::Error::new(io::ErrorKind::InvalidInput, error)),
         }
     }
 
@@ -281,7 +299,8 @@ impl<S: AsRawFd> Source<S> {
 
 impl<S: AsRawFd> Drop for Source<S> {
     fn drop(&mut self) {
-        if let Some(Ok(registration)) = self.registration.get() {
+        let registration = self.registration.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(registration) = registration.take() {
             let reactor = &registration.context.reactor;
             reactor.edge.deregister(&registration.context.platform, self.fd(), registration.token);
         }
