@@ -14,7 +14,8 @@
 #   7. the aarch64 suite under qemu-aarch64 (user mode);
 #   8. the loom models (LOOM_MAX_PREEMPTIONS=2);
 #   9. the bare-metal image booted under qemu-system-aarch64;
-#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted).
+#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted),
+#      and the HTTP bench under wrk in quick mode (benches/http.sh --quick).
 # Usage: scripts/test-all.sh            (everything)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,7 +73,7 @@ cargo test -q -p smarm-platform-plain
 step "examples, at small sizes (each checks its own result)"
 cargo build -q -p smarm -p smarm-arch --examples
 for example in "tour --quick" "ping_pong 2000" "supervision_tree 5" "kv_server 200" "worker_pool 300" \
-  "chat_server --selftest 5 5" "echo_server 10 10" "top 1" "actors" "multi_worker" "thread_ring 2 10000"; do
+  "chat_server --selftest 5 5" "echo_server 10 10" "http_hello --selftest 10 100" "top 1" "actors" "multi_worker" "thread_ring 2 10000"; do
   # shellcheck disable=SC2086 # the example's name and its arguments
   set -- $example
   name=$1
@@ -141,11 +142,20 @@ qemu/test-aarch64.sh
 step "loom models"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
   timeout 900 cargo test -p smarm-core --release --lib
+# The sockets' readiness protocol (hosted/src/io/edge.rs): ~1 minute to
+# build smarm under loom, the model itself runs in well under a second.
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
+  timeout 900 cargo test -p smarm --release --lib io::edge
 
 step "bare-metal image under qemu-system-aarch64"
 qemu/run-bare.sh
 
 step "benchmarks (quick mode: they build and run once)"
 benches/run.sh --quick
+
+step "HTTP under wrk, quick mode: smarm's http_hello beside tokio and hyper (installs wrk)"
+# ~1 minute on 2 cores: the peers' release build, then five servers, a
+# 2 s run and 1,000 idle connections each. Figures are not asserted.
+benches/http.sh --quick
 
 printf '\nall checks passed\n'

@@ -11,12 +11,12 @@
 //! client heard every line exactly once, in each speaker's order.
 
 use std::collections::HashMap;
-use std::io::ErrorKind;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::io::AsRawFd;
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use smarm::{io, Actor, ActorAddress, Ctx};
+use smarm::net::{TcpListener, TcpStream};
+use smarm::{Actor, ActorAddress, Ctx};
 
 /// What the room is told.
 enum Room {
@@ -62,18 +62,12 @@ fn room() -> std::io::Result<ActorAddress> {
 }
 
 /// Reads one line (without its newline); `None` at end of stream.
-fn read_line(stream: &mut TcpStream, pending: &mut Vec<u8>) -> std::io::Result<Option<String>> {
-    loop {
-        if let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            return Ok(Some(String::from_utf8_lossy(&line[..end]).trim_end_matches('\r').to_string()));
-        }
-        let mut buffer = [0u8; 1024];
-        match io::read(stream, &mut buffer)? {
-            0 => return Ok(None),
-            n => pending.extend_from_slice(&buffer[..n]),
-        }
+fn read_line(stream: &mut BufReader<TcpStream>) -> std::io::Result<Option<String>> {
+    let mut line = String::new();
+    if stream.read_line(&mut line)? == 0 {
+        return Ok(None);
     }
+    Ok(Some(line.trim_end_matches('\n').trim_end_matches('\r').to_string()))
 }
 
 /// One connection: a writer process sends the room's lines out; this
@@ -84,16 +78,15 @@ fn connection(id: u64, stream: TcpStream) -> std::io::Result<()> {
     let mut out = stream.try_clone()?;
     let writer = smarm::spawn(move || {
         while let Ok(line) = lines.recv() {
-            if io::write_all(&mut out, line.as_bytes()).is_err() {
+            if out.write_all(line.as_bytes()).is_err() {
                 break;
             }
         }
     })
     .map_err(std::io::Error::other)?;
     room.send(Room::Join(id, tx)).map_err(|_| std::io::Error::other("the room is gone"))?;
-    let mut stream = stream;
-    let mut pending = Vec::new();
-    while let Some(line) = read_line(&mut stream, &mut pending)? {
+    let mut stream = BufReader::new(stream);
+    while let Some(line) = read_line(&mut stream)? {
         room.send(Room::Say(id, line)).map_err(|_| std::io::Error::other("the room is gone"))?;
     }
     // The room drops our sender; the writer ends when it does.
@@ -104,26 +97,19 @@ fn connection(id: u64, stream: TcpStream) -> std::io::Result<()> {
 
 /// Accepts connections forever (or `limit` of them), a process each.
 fn serve(listener: TcpListener, limit: Option<u64>) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
     let mut accepted = 0u64;
     let mut handles = Vec::new();
     while limit.is_none_or(|limit| accepted < limit) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(true)?;
-                let id = accepted;
-                accepted += 1;
-                let handle = smarm::spawn(move || {
-                    if let Err(e) = connection(id, stream) {
-                        eprintln!("connection {id}: {e}");
-                    }
-                })
-                .map_err(std::io::Error::other)?;
-                handles.push(handle);
+        let (stream, _) = listener.accept()?;
+        let id = accepted;
+        accepted += 1;
+        let handle = smarm::spawn(move || {
+            if let Err(e) = connection(id, stream) {
+                eprintln!("connection {id}: {e}");
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => io::wait_readable(listener.as_raw_fd())?,
-            Err(e) => return Err(e),
-        }
+        })
+        .map_err(std::io::Error::other)?;
+        handles.push(handle);
     }
     for handle in handles {
         let _ = handle.join();
@@ -141,10 +127,9 @@ fn client(
     ready: smarm::Sender<()>,
     go: smarm::Receiver<()>,
 ) -> std::io::Result<u64> {
-    let mut stream = io::block_on_io(move || TcpStream::connect(addr))??;
-    stream.set_nonblocking(true)?;
-    let mut pending = Vec::new();
-    let welcome = read_line(&mut stream, &mut pending)?.unwrap_or_default();
+    let mut out = TcpStream::connect(addr)?;
+    let mut stream = BufReader::new(out.try_clone()?);
+    let welcome = read_line(&mut stream)?.unwrap_or_default();
     let me: u64 = welcome
         .strip_prefix("welcome ")
         .and_then(|id| id.parse().ok())
@@ -152,13 +137,13 @@ fn client(
     ready.send(()).map_err(std::io::Error::other)?;
     go.recv().map_err(std::io::Error::other)?;
     for n in 0..lines {
-        io::write_all(&mut stream, format!("line {n}\n").as_bytes())?;
+        out.write_all(format!("line {n}\n").as_bytes())?;
     }
     // Per speaker, the next line number expected.
     let mut next: HashMap<u64, u64> = HashMap::new();
     let mut heard = 0;
     while heard < clients * lines {
-        let line = read_line(&mut stream, &mut pending)?.ok_or(ErrorKind::UnexpectedEof)?;
+        let line = read_line(&mut stream)?.ok_or(ErrorKind::UnexpectedEof)?;
         let (speaker, text) = line.split_once(": ").ok_or_else(|| std::io::Error::other(line.clone()))?;
         let speaker: u64 = speaker.parse().map_err(std::io::Error::other)?;
         let n: u64 = text.strip_prefix("line ").and_then(|n| n.parse().ok()).ok_or(ErrorKind::InvalidData)?;

@@ -1,35 +1,28 @@
-//! A TCP echo server on 127.0.0.1 — one process per connection, nonblocking
-//! sockets parked on with `smarm::io` — and clients in the same program.
+//! A TCP echo server on 127.0.0.1 — one process per connection, on
+//! `smarm::net` sockets whose reads and writes park the process — and
+//! clients in the same program.
 //!
 //! Run: `cargo run -p smarm --release --example echo_server [clients] [messages]`
 //! (defaults: 1,000 clients, 100 messages each).
 
-use std::io::ErrorKind;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::io::AsRawFd;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::time::Instant;
 
-use smarm::io;
+use smarm::net::{TcpListener, TcpStream};
 
 /// Accepts `connections` connections, one echo process each.
 fn serve(listener: TcpListener, connections: usize) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
     let mut handles = Vec::with_capacity(connections);
-    while handles.len() < connections {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(true)?;
-                stream.set_nodelay(true)?;
-                let handle = smarm::spawn(move || {
-                    if let Err(e) = echo(stream) {
-                        eprintln!("connection failed: {e}");
-                    }
-                });
-                handles.push(handle.map_err(std::io::Error::other)?);
+    for stream in listener.incoming().take(connections) {
+        let stream = stream?;
+        stream.set_nodelay(true)?;
+        let handle = smarm::spawn(move || {
+            if let Err(e) = echo(stream) {
+                eprintln!("connection failed: {e}");
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => io::wait_readable(listener.as_raw_fd())?,
-            Err(e) => return Err(e),
-        }
+        });
+        handles.push(handle.map_err(std::io::Error::other)?);
     }
     for handle in handles {
         let _ = handle.join();
@@ -41,31 +34,23 @@ fn serve(listener: TcpListener, connections: usize) -> std::io::Result<()> {
 fn echo(mut stream: TcpStream) -> std::io::Result<()> {
     let mut buffer = [0u8; 4096];
     loop {
-        let n = io::read(&mut stream, &mut buffer)?;
+        let n = stream.read(&mut buffer)?;
         if n == 0 {
             return Ok(());
         }
-        io::write_all(&mut stream, &buffer[..n])?;
+        stream.write_all(&buffer[..n])?;
     }
 }
 
 /// Sends `messages` messages and checks every echo.
 fn client(addr: SocketAddr, id: usize, messages: usize) -> std::io::Result<()> {
-    // connect(2) blocks, so it runs on an io thread.
-    let mut stream = io::block_on_io(move || TcpStream::connect(addr))??;
-    stream.set_nonblocking(true)?;
+    let mut stream = TcpStream::connect(addr)?;
     stream.set_nodelay(true)?;
     for m in 0..messages {
         let message = format!("client {id} message {m}\n");
-        io::write_all(&mut stream, message.as_bytes())?;
+        stream.write_all(message.as_bytes())?;
         let mut echoed = vec![0u8; message.len()];
-        let mut filled = 0;
-        while filled < echoed.len() {
-            match io::read(&mut stream, &mut echoed[filled..])? {
-                0 => return Err(ErrorKind::UnexpectedEof.into()),
-                n => filled += n,
-            }
-        }
+        stream.read_exact(&mut echoed)?;
         if echoed != message.as_bytes() {
             return Err(std::io::Error::other(format!("client {id}: wrong echo for message {m}")));
         }

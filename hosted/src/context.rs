@@ -54,11 +54,10 @@ impl HostContext {
         }
     }
 
-    /// Stops the io threads and the reactor's poller and joins them. Io
+    /// Stops the io threads and joins them. Io
     /// jobs still running (their processes were abandoned) are detached.
     pub(crate) fn shutdown(&self) {
         self.pool.shutdown(self.runtime.external() == 0);
-        self.reactor.shutdown();
     }
 }
 

@@ -69,6 +69,7 @@ use smarm_platform::linux::{EMPTY, NOTIFIED};
 use smarm_platform::{Nanos, ParkToken, Platform};
 
 use crate::context::{self, HostContext, DEFAULT_IO_THREADS};
+use crate::io::reactor::{Reactor, POLL_EVERY};
 use crate::RunError;
 use smarm_platform::linux::LinuxPlatform;
 
@@ -291,6 +292,8 @@ pub fn available_cpus() -> usize {
 /// ns per hop, a yield every 16 hints 282–287 ns, a bare load loop 293–376
 /// ns).
 const YIELD_EVERY: u32 = 16;
+/// Spins between two looks at the io poller while spinning (≈ 10 µs).
+const POLL_EVERY_SPINS: u32 = 256;
 
 /// What the drivers of one engine share with it.
 struct EngineShared {
@@ -314,7 +317,7 @@ impl EngineShared {
     /// Spins on `token` for the budget if a spinner seat is free and the
     /// awake drivers leave a CPU for it. Returns whether a wake arrived
     /// (and was taken).
-    fn spin(&self, token: &ParkToken) -> bool {
+    fn spin(&self, token: &ParkToken, reactor: &Reactor) -> bool {
         if self.spin_budget == 0 {
             return false;
         }
@@ -346,7 +349,15 @@ impl EngineShared {
                 break false;
             }
             spins += 1;
-            if spins.is_multiple_of(YIELD_EVERY) {
+            if reactor.is_active() {
+                // A runtime that waits on fds looks at its poller now and
+                // then instead of yielding: readiness is the work most
+                // likely to come.
+                if spins.is_multiple_of(POLL_EVERY_SPINS) && reactor.poll_pending() {
+                    break true;
+                }
+                Native::spin_hint();
+            } else if spins.is_multiple_of(YIELD_EVERY) {
                 std::thread::yield_now();
             } else {
                 Native::spin_hint();
@@ -358,11 +369,12 @@ impl EngineShared {
         woke
     }
 
-    /// Parks the driver on `token` until `deadline` or a wake, counted out
-    /// of the awake drivers meanwhile.
-    fn park(&self, platform: &LinuxPlatform, token: &ParkToken, deadline: Option<Nanos>) {
+    /// Parks the driver on `token` until `deadline` or a wake — in the io
+    /// poller, if the runtime waits on fds and no other driver sleeps
+    /// there — counted out of the awake drivers meanwhile.
+    fn park(&self, reactor: &Reactor, token: &ParkToken, deadline: Option<Nanos>) {
         self.n_awake.fetch_sub(1, Ordering::Relaxed);
-        platform.park(token, deadline);
+        reactor.park(token, deadline);
         self.n_awake.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -565,6 +577,8 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
     // normally have one already, and this keeps it (or makes one).
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let platform: Arc<LinuxPlatform> = context.platform.clone();
+    let services = context.clone();
+    let reactor = &services.reactor;
     let _entered = context::enter(context);
     let Some(first) = workers.first() else { return };
     let token = runtime.park_token(first.id());
@@ -572,6 +586,7 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
         workers.iter().all(|worker| ptr::eq(runtime.park_token(worker.id()), token)),
         "a driver's workers share its park token"
     );
+    let mut passes = 0u32;
     loop {
         if shared.shutdown.load(Ordering::Acquire) {
             break;
@@ -581,18 +596,32 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
             did |= worker.try_tick();
         }
         if did {
+            passes = passes.wrapping_add(1);
+            if passes.is_multiple_of(POLL_EVERY) {
+                reactor.poll_pending();
+            }
             continue;
         }
         if runtime.is_finished() {
             platform.unpark(&shared.main);
         }
-        if shared.spin(token) {
+        // A lone driver of a runtime that waits on fds has no other worker
+        // to hear from quickly: it parks in the poller at once, where
+        // pending readiness returns it at once too (one `epoll_wait` per
+        // idle moment, as an event loop makes).
+        let lone_poller = shared.drivers == 1 && reactor.is_active();
+        // Otherwise readiness that came while the passes ran wakes
+        // processes now rather than after a spin.
+        if !lone_poller && reactor.poll_pending() {
+            continue;
+        }
+        if !lone_poller && shared.spin(token, reactor) {
             continue;
         }
         if shared.shutdown.load(Ordering::Acquire) {
             break;
         }
         let deadline = workers.iter().filter_map(Worker::next_deadline).min();
-        shared.park(&platform, token, deadline);
+        shared.park(reactor, token, deadline);
     }
 }

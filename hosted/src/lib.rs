@@ -13,7 +13,8 @@
 //!   OS thread per worker, with a spinning idle policy — the multi-core
 //!   runtime.
 //!
-//! Around them: [`io`] (blocking jobs on io threads, fd readiness),
+//! Around them: [`net`] (TCP, UDP and Unix sockets whose blocking calls
+//! park the process), [`io`] (blocking jobs on io threads, fd readiness),
 //! [`PreemptingAlloc`] (preemption at allocation), [`ActorLocal`] /
 //! [`local!`] (storage that travels with a process), stack-overflow reports
 //! naming the process, and a panic hook naming it too.
@@ -105,15 +106,22 @@
 //!
 //! # Io
 //!
+//! [`net`] gives sockets shaped like `std::net`: `TcpListener::accept`,
+//! `Read` / `Write` on a `TcpStream`, `UdpSocket::recv_from`, Unix sockets —
+//! each call that would block parks the calling process (its worker runs
+//! others; the workers themselves poll the sockets' readiness), honours the
+//! socket's read and write timeouts, and blocks the thread when called
+//! outside a process. A socket's readiness is also a `select` arm.
+//!
 //! [`io`] lets a process do blocking io without blocking its worker:
 //! [`io::block_on_io`] runs a blocking call on an io thread and parks the
 //! process until it returns; [`io::read`], [`io::write_all`] and
 //! [`io::wait_readable`] park the process on a nonblocking descriptor's
-//! readiness. The module's documentation has a TCP round trip.
+//! readiness — for descriptors you bring yourself.
 //!
 //! # Bare metal
 //!
-//! All of the above except `io` and the Engine's threads is `smarm-core`,
+//! All of the above except `net`, `io` and the Engine's threads is `smarm-core`,
 //! which is `no_std` + `alloc`: the same scheduler runs on a bare AArch64
 //! board. A port implements one trait, `smarm_platform::Platform` (stacks,
 //! clock, parking), supplies `HostHooks` and drives the workers from its
@@ -136,6 +144,7 @@ mod context;
 mod engine;
 mod host;
 pub mod io;
+pub mod net;
 
 /// The README's Rust blocks, compiled and run as doc tests so that none can
 /// rot.
@@ -790,13 +799,38 @@ where
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
     let handle = single.runtime().spawn_on(0, stop_all_if_root_panics(root)).map_err(RunError::Spawn)?;
-    single.run();
+    drive_single(&mut single, &context.reactor);
     // Finished: refuse spawns from cloned handles, then drive the ones
     // that raced with the close to their end.
     single.runtime().close();
-    single.run();
+    drive_single(&mut single, &context.reactor);
     context.shutdown();
     RunError::from_root(handle)
+}
+
+/// `SingleThreadRuntime::run`, with the io poller in the loop: runs until
+/// no process is live and no external work is outstanding; a busy loop
+/// takes pending readiness every few rounds, an idle one parks in the
+/// poller until readiness, the next timer or a wake.
+fn drive_single(single: &mut SingleThreadRuntime, reactor: &io::reactor::Reactor) {
+    let mut rounds = 0u32;
+    loop {
+        if single.try_tick() {
+            rounds = rounds.wrapping_add(1);
+            if rounds.is_multiple_of(io::reactor::POLL_EVERY) {
+                reactor.poll_pending();
+            }
+            continue;
+        }
+        if single.runtime().is_finished() {
+            return;
+        }
+        // A wake or spawn pushed after this round's drain has also
+        // signalled the token, and pending readiness is reported at once,
+        // so the park returns at once for either.
+        let deadline = single.next_deadline();
+        reactor.park(single.runtime().park_token(0), deadline);
+    }
 }
 
 /// Wraps a root process's body: if it panics, every other process and

@@ -349,6 +349,17 @@ pub trait Platform: Send + Sync + 'static {
         Err(PollError::Unsupported)
     }
 
+    /// Registers `fd` once for both readiness directions, edge-triggered,
+    /// reported with `token`: an event fires each time the descriptor
+    /// becomes readable or writable (or hangs up, or errs) and the
+    /// registration stays until [`poll_deregister`](Self::poll_deregister).
+    /// The caller caches the readiness and clears it itself when a call
+    /// says the descriptor would block. Default: [`PollError::Unsupported`].
+    fn poll_register_edge(&self, fd: RawFd, token: u64) -> Result<(), PollError> {
+        let _ = (fd, token);
+        Err(PollError::Unsupported)
+    }
+
     /// Re-arms / changes a registration. Default: [`PollError::Unsupported`].
     fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
         let _ = (fd, token, interest);
@@ -366,6 +377,34 @@ pub trait Platform: Send + Sync + 'static {
     /// [`PollError::Unsupported`].
     fn poll(&self, events: &mut [Event], timeout: Option<Nanos>) -> Result<usize, PollError> {
         let _ = (events, timeout);
+        Err(PollError::Unsupported)
+    }
+
+    /// [`park`](Self::park) that watches readiness meanwhile: the driver
+    /// sleeps until a wake on `token`, `deadline`, or readiness events,
+    /// which it gets in `events` (their count is returned; a wake or the
+    /// deadline returns 0). This is how idle drivers poll io without a
+    /// thread of its own: at most one driver at a time sleeps in the
+    /// poller (the *poller seat*); while another holds it, this parks as
+    /// `park` does and returns 0. `unpark` of the seat holder's token
+    /// interrupts its poll. Default: [`PollError::Unsupported`] (the caller
+    /// then parks with `park`).
+    fn park_polling(
+        &self,
+        token: &ParkToken,
+        deadline: Option<Nanos>,
+        events: &mut [Event],
+    ) -> Result<usize, PollError> {
+        let _ = (token, deadline, events);
+        Err(PollError::Unsupported)
+    }
+
+    /// Takes pending readiness events without blocking, for a busy driver
+    /// that polls every so often. Returns 0 at once when another driver
+    /// holds the poller seat (it sees the events itself). Default:
+    /// [`PollError::Unsupported`].
+    fn poll_pending(&self, events: &mut [Event]) -> Result<usize, PollError> {
+        let _ = events;
         Err(PollError::Unsupported)
     }
 }

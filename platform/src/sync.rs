@@ -7,7 +7,9 @@
 //! registry's free list).
 
 #[allow(unused_imports)]
-pub(crate) use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{
+    fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub(crate) use self::spin::SpinLock;

@@ -186,6 +186,65 @@ fn unpark_without_sleeper_leaves_a_pending_wake() {
     assert_eq!(token.state.load(std::sync::atomic::Ordering::Relaxed), smarm_platform::linux::EMPTY);
 }
 
+#[test]
+fn unpark_interrupts_a_driver_parked_in_the_poller() {
+    let _serial = serial();
+    let platform = Arc::new(LinuxPlatform::new().unwrap());
+    let token = Arc::new(smarm_platform::ParkToken::new());
+    for round in 0..20 {
+        let (p, t) = (platform.clone(), token.clone());
+        let waker = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(if round % 2 == 0 { 5 } else { 0 }));
+            p.unpark(&t);
+        });
+        let started = std::time::Instant::now();
+        let mut events = [smarm_platform::Event::default(); 4];
+        // No registration, no deadline: only the wake can end this park
+        // (a lost wake hangs the test).
+        let mut count = platform.park_polling(&token, None, &mut events).unwrap();
+        while count != 0 {
+            count = platform.park_polling(&token, None, &mut events).unwrap();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        waker.join().unwrap();
+        // The wake was consumed, and its eventfd edge is never reported.
+        assert_eq!(token.state.load(std::sync::atomic::Ordering::Relaxed), smarm_platform::linux::EMPTY);
+        assert_eq!(platform.poll(&mut events, Some(0)), Ok(0));
+    }
+}
+
+#[test]
+fn park_polling_returns_readiness_and_honours_the_deadline() {
+    let _serial = serial();
+    let platform = LinuxPlatform::new().unwrap();
+    let token = smarm_platform::ParkToken::new();
+    let mut events = [smarm_platform::Event::default(); 4];
+    let started = std::time::Instant::now();
+    let deadline = smarm_platform::linux::monotonic_now() + 20_000_000;
+    assert_eq!(platform.park_polling(&token, Some(deadline), &mut events), Ok(0));
+    assert!(started.elapsed() >= std::time::Duration::from_millis(19));
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for two descriptors.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+    let [read_end, write_end] = fds;
+    platform.poll_register_edge(read_end, 77).unwrap();
+    // SAFETY: writes one byte from a live buffer to our pipe.
+    assert_eq!(unsafe { libc::write(write_end, b"x".as_ptr().cast(), 1) }, 1);
+    assert_eq!(platform.park_polling(&token, None, &mut events), Ok(1));
+    assert!(events[0].readable && events[0].token == 77);
+    // Edge-triggered: nothing new, nothing reported (the byte is unread).
+    assert_eq!(platform.poll_pending(&mut events), Ok(0));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::write(write_end, b"y".as_ptr().cast(), 1) }, 1);
+    assert_eq!(platform.poll_pending(&mut events), Ok(1));
+    platform.poll_deregister(read_end).unwrap();
+    // SAFETY: our descriptors, closed once.
+    unsafe {
+        libc::close(read_end);
+        libc::close(write_end);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Resident memory.
 

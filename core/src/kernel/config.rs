@@ -66,8 +66,11 @@ pub struct Config {
     /// to the platform. `None` (the default) keeps up to 16,384 — as many
     /// as were ever in use at once, below that — so a spawn after the first
     /// burst maps nothing. A pooled stack keeps its top pages resident (see
-    /// `stack_keep_resident`): raise it for spawn-heavy programs with many
-    /// live processes, lower it to save memory.
+    /// `stack_keep_resident`) while the pool holds no more idle stacks than
+    /// there are live processes (and at least 64); beyond that the oldest
+    /// idle stacks give all their resident pages back to the OS and keep
+    /// only their mapping. Raise it for spawn-heavy programs with many
+    /// live processes, lower it to map less.
     pub stack_pool_max: Option<usize>,
     /// Bytes from the top of a recycled stack kept resident; deeper pages
     /// are released to the OS when the stack returns to the pool.

@@ -168,6 +168,20 @@ impl Runtime {
         self.shared.pooled_stacks()
     }
 
+    /// Pooled stacks still holding resident pages (for tests and
+    /// diagnostics); the others were given back to the OS (see the pool's
+    /// policy on `Config::stack_pool_max`).
+    ///
+    /// ```
+    /// # use smarm_core as smarm;
+    /// fn report(runtime: &smarm::Runtime) {
+    ///     println!("{} of {} idle stacks resident", runtime.warm_stacks(), runtime.pooled_stacks());
+    /// }
+    /// ```
+    pub fn warm_stacks(&self) -> usize {
+        self.shared.warm_stacks()
+    }
+
     /// The most processes alive at once: `Config::max_actors` when set,
     /// else [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS), the pid
     /// index space.

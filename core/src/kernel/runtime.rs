@@ -123,7 +123,7 @@ pub(crate) struct Shared {
     pub(super) free: RuntimeMutex<Vec<u32>>,
     /// Most slots in use at once: `Config::max_actors`, or `MAX_ACTORS`.
     pub(super) limit: usize,
-    pub(super) stacks: RuntimeMutex<Vec<Stack>>,
+    pub(super) stacks: RuntimeMutex<StackPool>,
     pub(crate) workers: Box<[WorkerShared]>,
     /// One per driver, each in its own cache block: a driver spins reading
     /// its token while other drivers swap theirs, and tokens packed into one
@@ -244,7 +244,7 @@ impl RuntimeParts {
             slots: Segments::new(),
             free: RuntimeMutex::leaf(Vec::new()),
             limit,
-            stacks: RuntimeMutex::leaf(Vec::new()),
+            stacks: RuntimeMutex::leaf(StackPool::default()),
             workers,
             tokens,
             live: AtomicUsize::new(0),
@@ -475,12 +475,16 @@ impl Shared {
         self.platform.allocate_stack(self.config.stack_size)
     }
 
-    /// Returns a finished process's stack to the pool (trimmed), or to the
-    /// platform when the pool is full.
+    /// Returns a finished process's stack to the pool, or to the platform
+    /// when the pool is full; and gives back the resident pages of idle
+    /// stacks the live processes are unlikely to need (see [`StackPool`]).
     pub(crate) fn recycle_stack(&self, stack: Stack) {
+        let live = self.live();
         let mut pool = self.stacks.lock();
-        if pool.len() < self.config.stack_pool_max.unwrap_or(crate::kernel::config::DEFAULT_STACK_POOL_MAX) {
-            pool.push(stack);
+        if pool.stacks.len()
+            < self.config.stack_pool_max.unwrap_or(crate::kernel::config::DEFAULT_STACK_POOL_MAX)
+        {
+            pool.push(stack, live, &*self.platform);
             drop(pool);
         } else {
             drop(pool);
@@ -593,7 +597,12 @@ impl Shared {
     }
 
     pub(super) fn pooled_stacks(&self) -> usize {
-        self.stacks.lock().len()
+        self.stacks.lock().stacks.len()
+    }
+
+    pub(super) fn warm_stacks(&self) -> usize {
+        let pool = self.stacks.lock();
+        pool.stacks.len() - pool.cold
     }
 }
 
@@ -605,7 +614,7 @@ impl Drop for Shared {
             // `Box::into_raw`; nothing reads it once the runtime drops.
             drop(unsafe { Box::from_raw(plugin) });
         }
-        for stack in self.stacks.get_mut().drain(..) {
+        for stack in self.stacks.get_mut().stacks.drain(..) {
             // SAFETY: pooled stacks belong to no process.
             unsafe { self.platform.free_stack(stack) };
         }
@@ -647,5 +656,51 @@ mod tests {
             assert_eq!(Drivers::PerWorker.driver_of(w, 5), w);
             assert_eq!(Drivers::Single.driver_of(w, 5), 0);
         }
+    }
+}
+
+/// Idle stacks a pool keeps resident however few processes are live.
+pub(crate) const WARM_STACK_FLOOR: usize = 64;
+/// Warm stacks cooled per recycle at most: two per death keep up with a
+/// pool that grows by one while the live count falls by one.
+const COOL_PER_RECYCLE: usize = 4;
+
+/// The runtime's idle stacks, reused before new ones are mapped.
+///
+/// Policy: the pool keeps *warm* (their top pages resident, ready to run
+/// on) at most as many idle stacks as there are live processes now, and
+/// never fewer than [`WARM_STACK_FLOOR`] — a burst that ends leaves a pool
+/// as big as the burst, but the next burst rarely needs more than the
+/// processes that still live. Beyond that, each recycle *cools* up to
+/// [`COOL_PER_RECYCLE`] of the oldest warm stacks: the platform releases
+/// all their resident pages (`Platform::trim_stack` with nothing kept,
+/// `madvise(MADV_DONTNEED)` on Linux) and keeps the mapping, so a spawn
+/// that takes a cold stack pays a few page faults and no mapping. Stacks
+/// are taken warm first (the pool is a stack: warm ones on top).
+#[derive(Debug, Default)]
+pub(crate) struct StackPool {
+    /// Cold stacks at the bottom (`..cold`), warm ones above.
+    stacks: Vec<Stack>,
+    cold: usize,
+}
+
+impl StackPool {
+    fn pop(&mut self) -> Option<Stack> {
+        let stack = self.stacks.pop()?;
+        self.cold = self.cold.min(self.stacks.len());
+        Some(stack)
+    }
+
+    fn push(&mut self, stack: Stack, live: usize, platform: &dyn Platform) {
+        self.stacks.push(stack);
+        let allowed = live.max(WARM_STACK_FLOOR);
+        for _ in 0..COOL_PER_RECYCLE {
+            if self.stacks.len() - self.cold <= allowed {
+                break;
+            }
+            platform.trim_stack(&self.stacks[self.cold], 0);
+            self.cold += 1;
+        }
+        debug_assert!(self.cold <= self.stacks.len());
     }
 }

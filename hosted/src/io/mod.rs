@@ -6,9 +6,10 @@
 //!   done even if its process was stopped meanwhile.
 //! - [`wait_readable`] / [`wait_writable`] park the calling process until a
 //!   (nonblocking) file descriptor is ready, through one epoll instance per
-//!   runtime and a poller thread (see the `reactor` module doc for why a
-//!   thread). [`read`] and [`write_all`] wrap the usual
-//!   try-then-wait loop around them.
+//!   runtime, polled by the runtime's own drivers (see the `reactor` module
+//!   doc). [`read`] and [`write_all`] wrap the usual try-then-wait loop
+//!   around them. For sockets, prefer [`crate::net`]: its types park on
+//!   their own, register once and cache their readiness.
 //!
 //! Every completion is an epoch-stamped wake of exactly the wait that asked
 //! for it. A process stopped while it waits on an fd leaves nothing behind:
@@ -59,6 +60,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub(crate) mod edge;
 pub(crate) mod pool;
 pub(crate) mod reactor;
 
@@ -272,14 +274,13 @@ fn wait(fd: RawFd, direction: Direction) -> Result<(), IoError> {
         return Err(match error {
             RegisterError::Busy => IoError::Busy(fd),
             RegisterError::Poll(error) => IoError::Poll(error),
-            RegisterError::Poller(error) => IoError::NoThread(error),
         });
     }
     // Armed only now that there is something to remove; a stop observed in
     // `park` unwinds through it.
     let mut guard = FdGuard { context: &context, fd, direction, pid, epoch, armed: true };
     park();
-    // A normal return from `park` is our wake, which the poller delivered
+    // A normal return from `park` is our wake, which a poll delivered
     // after taking the waiter out of the table: nothing to remove.
     guard.armed = false;
     Ok(())

@@ -1,51 +1,51 @@
-//! The fd reactor: one epoll instance per runtime (the platform's), one
-//! poller thread that turns readiness into epoch-stamped wakes.
+//! The fd reactor: one epoll instance per runtime (the platform's), polled
+//! by the runtime's own drivers — no thread of its own.
 //!
-//! Why a poller thread rather than idle drivers polling: a driver sleeps on
-//! its park token (a futex), and a wake for one worker must not depend on
-//! some other worker being idle. A dedicated thread blocked in `epoll_wait`
-//! delivers readiness the moment it happens, to whichever worker owns the
-//! waiting process, through the same `Waker::wake` as every other
-//! completion — one hop (poller → target driver), no change to the idle
-//! policy. It is started on the first fd wait, so runtimes that never wait
-//! on an fd never pay for it.
+//! As Go's scheduler polls its netpoller, a driver with nothing to run
+//! parks *in* the poller ([`Reactor::park`]: `epoll_wait` with its next
+//! timer as the timeout, interrupted by a wake of its token), and a busy
+//! driver takes pending readiness without blocking every few passes
+//! ([`Reactor::poll_pending`]). Readiness becomes epoch-stamped wakes,
+//! delivered through the ordinary wake path to whichever worker owns the
+//! waiting process. At most one driver sleeps in the poller at a time; the
+//! others park on their tokens. A runtime that never waited on an fd never
+//! polls: its drivers park as before.
 //!
-//! Registrations are per wait and one-shot: a wait adds (or re-arms) the
-//! fd with the interests of its current waiters; when an event delivers the
-//! last waiter, the poller removes the fd from epoll. So the map holds an
-//! fd exactly while some process waits on it, and so does the kernel.
+//! Two kinds of registration share the epoll set. Sockets of `smarm::net`
+//! are registered once, edge-triggered (see the `edge` module). The
+//! fd-level waits of `smarm::io` are per wait and one-shot: a wait adds
+//! (or re-arms) the fd with the interests of its current waiters; when an
+//! event delivers the last waiter, the reactor removes the fd from epoll.
+//! So the map holds an fd exactly while some process waits on it, and so
+//! does the kernel.
 //!
 //! Invariant (fd hygiene): an entry's waker for a
-//! direction is removed by exactly one of (a) the poller, which then wakes
-//! it, or (b) the waiting process's guard, on unwind, which removes it only
-//! if it still holds that process's `(pid, epoch)` — and whoever empties an
-//! entry removes the kernel registration with it.
+//! direction is removed by exactly one of (a) the poll that delivers its
+//! event, which then wakes it, or (b) the waiting process's guard, on
+//! unwind, which removes it only if it still holds that process's
+//! `(pid, epoch)` — and whoever empties an entry removes the kernel
+//! registration with it.
 #![deny(unsafe_code)]
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Write;
-use std::os::unix::io::AsRawFd;
-use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 
 use smarm_core::{Pid, Waker};
-use smarm_platform::{Event, Interest, Platform, PollError, RawFd};
+use smarm_platform::{Event, Interest, Nanos, ParkToken, Platform, PollError, RawFd};
 
 use smarm_platform::linux::LinuxPlatform;
 
-/// Event token of the poller's stop socket.
-const STOP_TOKEN: u64 = u64::MAX;
+use super::edge::EdgeTable;
+
+/// A busy driver takes pending readiness once every this many passes
+/// that did work (and whenever a pass finds nothing to do).
+pub(crate) const POLL_EVERY: u32 = 8;
 /// Events fetched per `epoll_wait`.
 const EVENT_BATCH: usize = 64;
 
-/// Which readiness a wait wants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
-    Read,
-    Write,
-}
+pub(crate) use super::edge::Direction;
 
 /// The waiters of one fd and the token of its current registration.
 #[derive(Debug)]
@@ -82,7 +82,8 @@ struct Table {
 
 impl Table {
     fn next_token(&mut self, fd: RawFd) -> u64 {
-        self.sequence = self.sequence.wrapping_add(1);
+        // 31 bits: the top bit of a token marks an edge registration.
+        self.sequence = self.sequence.wrapping_add(1) & 0x7fff_ffff;
         (u64::from(self.sequence) << 32) | u64::from(fd as u32)
     }
 }
@@ -94,20 +95,17 @@ pub(crate) enum RegisterError {
     Busy,
     /// The poller could not be registered or the fd refused.
     Poll(PollError),
-    /// The poller thread could not be started.
-    Poller(std::io::Error),
-}
-
-struct Poller {
-    stop: UnixStream,
-    thread: JoinHandle<()>,
 }
 
 /// One runtime's reactor.
 pub(crate) struct Reactor {
     platform: Arc<LinuxPlatform>,
     table: Arc<Mutex<Table>>,
-    poller: Mutex<Option<Poller>>,
+    /// The sockets' edge registrations, polled by the same loop.
+    pub(crate) edge: Arc<EdgeTable>,
+    /// Whether any fd was ever registered: until then drivers park
+    /// without polling.
+    active: AtomicBool,
 }
 
 impl fmt::Debug for Reactor {
@@ -124,27 +122,95 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Reactor {
     pub(crate) fn new(platform: Arc<LinuxPlatform>) -> Reactor {
-        Reactor { platform, table: Arc::new(Mutex::new(Table::default())), poller: Mutex::new(None) }
+        Reactor {
+            platform,
+            table: Arc::new(Mutex::new(Table::default())),
+            edge: Arc::new(EdgeTable::default()),
+            active: AtomicBool::new(false),
+        }
     }
 
-    /// Starts the poller thread if it is not running.
-    fn ensure_poller(&self) -> Result<(), RegisterError> {
-        let mut poller = lock(&self.poller);
-        if poller.is_some() {
-            return Ok(());
+    /// Makes the drivers poll from now on (before the first
+    /// registration, so its events cannot be missed by a driver that
+    /// parks without polling).
+    pub(crate) fn activate(&self) {
+        // Release/Acquire: a driver that sees the flag polls the epoll set
+        // the registration went into.
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// Whether drivers poll (some fd was registered).
+    pub(crate) fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Parks a driver on `token` until a wake, `deadline` or readiness —
+    /// in the poller if this runtime waits on fds — and delivers the
+    /// readiness it got.
+    pub(crate) fn park(&self, token: &ParkToken, deadline: Option<Nanos>) {
+        if !self.active.load(Ordering::Acquire) {
+            self.platform.park(token, deadline);
+            return;
         }
-        let (stop, stop_listener) = UnixStream::pair().map_err(RegisterError::Poller)?;
-        self.platform
-            .poll_register(stop_listener.as_raw_fd(), STOP_TOKEN, Interest::READABLE)
-            .map_err(RegisterError::Poll)?;
-        let platform = self.platform.clone();
-        let table = self.table.clone();
-        let thread = std::thread::Builder::new()
-            .name("smarm-poller".into())
-            .spawn(move || poll_loop(&platform, &table, stop_listener))
-            .map_err(RegisterError::Poller)?;
-        *poller = Some(Poller { stop, thread });
-        Ok(())
+        let mut events = [Event::default(); EVENT_BATCH];
+        match self.platform.park_polling(token, deadline, &mut events) {
+            Ok(count) => self.dispatch(&events[..count]),
+            Err(_) => self.platform.park(token, deadline),
+        }
+    }
+
+    /// Delivers pending readiness without blocking (a busy driver, every
+    /// few passes). Returns whether there was any.
+    pub(crate) fn poll_pending(&self) -> bool {
+        if !self.active.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut events = [Event::default(); EVENT_BATCH];
+        match self.platform.poll_pending(&mut events) {
+            Ok(0) | Err(_) => false,
+            Ok(count) => {
+                self.dispatch(&events[..count]);
+                true
+            }
+        }
+    }
+
+    /// Hands each event to its socket (edge registrations) or its waiters
+    /// (one-shot waits), re-arming or removing the one-shot registrations.
+    fn dispatch(&self, events: &[Event]) {
+        let mut wakes: Vec<Waker> = Vec::new();
+        let mut table = None;
+        for event in events {
+            if self.edge.dispatch(event) {
+                continue;
+            }
+            let table = table.get_or_insert_with(|| lock(&self.table));
+            let fd = (event.token & 0xffff_ffff) as u32 as RawFd;
+            let Some(entry) = table.fds.get_mut(&fd) else { continue };
+            if entry.token != event.token {
+                continue;
+            }
+            if event.readable {
+                wakes.extend(entry.read.take());
+            }
+            if event.writable {
+                wakes.extend(entry.write.take());
+            }
+            // One-shot: the registration is disarmed now.
+            match entry.interest() {
+                Some(interest) => {
+                    let _ = self.platform.poll_modify(fd, entry.token, interest);
+                }
+                None => {
+                    table.fds.remove(&fd);
+                    let _ = self.platform.poll_deregister(fd);
+                }
+            }
+        }
+        drop(table);
+        for waker in wakes {
+            waker.wake();
+        }
     }
 
     /// Registers `waker` as the waiter for `direction` on `fd` and arms the
@@ -155,7 +221,7 @@ impl Reactor {
         direction: Direction,
         waker: Waker,
     ) -> Result<(), RegisterError> {
-        self.ensure_poller()?;
+        self.activate();
         let mut table = lock(&self.table);
         let table = &mut *table;
         if let Some(entry) = table.fds.get_mut(&fd) {
@@ -169,9 +235,8 @@ impl Reactor {
                 // another waiter was parked on it: the kernel dropped the
                 // registration. Start a fresh one.
                 Err(PollError::NotRegistered) => {
-                    let token = table.sequence.wrapping_add(1);
-                    table.sequence = token;
-                    let token = (u64::from(token) << 32) | u64::from(fd as u32);
+                    table.sequence = table.sequence.wrapping_add(1) & 0x7fff_ffff;
+                    let token = (u64::from(table.sequence) << 32) | u64::from(fd as u32);
                     entry.token = token;
                     self.platform.poll_register(fd, token, interest)
                 }
@@ -221,69 +286,8 @@ impl Reactor {
         }
     }
 
-    /// Stops and joins the poller thread.
-    pub(crate) fn shutdown(&self) {
-        let poller = lock(&self.poller).take();
-        if let Some(mut poller) = poller {
-            let _ = poller.stop.write_all(&[1]);
-            let _ = poller.thread.join();
-        }
-    }
-
     /// Fds with a waiting process (diagnostics).
     pub(crate) fn waited_fds(&self) -> usize {
         lock(&self.table).fds.len()
-    }
-}
-
-/// The poller thread: waits for readiness, hands each ready waiter its
-/// wake, re-arms or removes the registration.
-fn poll_loop(platform: &LinuxPlatform, table: &Mutex<Table>, stop: UnixStream) {
-    let mut events = [Event::default(); EVENT_BATCH];
-    let mut wakes: Vec<Waker> = Vec::with_capacity(2 * EVENT_BATCH);
-    loop {
-        let count = match platform.poll(&mut events, None) {
-            Ok(count) => count,
-            Err(error) => {
-                // Nothing sensible is left to do: an epoll that fails is
-                // broken for every waiter. Say so once and stop.
-                eprintln!("smarm: the fd poller stopped: {error}");
-                return;
-            }
-        };
-        {
-            let mut table = lock(table);
-            let table = &mut *table;
-            for event in &events[..count] {
-                if event.token == STOP_TOKEN {
-                    let _ = platform.poll_deregister(stop.as_raw_fd());
-                    return;
-                }
-                let fd = (event.token & 0xffff_ffff) as u32 as RawFd;
-                let Some(entry) = table.fds.get_mut(&fd) else { continue };
-                if entry.token != event.token {
-                    continue;
-                }
-                if event.readable {
-                    wakes.extend(entry.read.take());
-                }
-                if event.writable {
-                    wakes.extend(entry.write.take());
-                }
-                // One-shot: the registration is disarmed now.
-                match entry.interest() {
-                    Some(interest) => {
-                        let _ = platform.poll_modify(fd, entry.token, interest);
-                    }
-                    None => {
-                        table.fds.remove(&fd);
-                        let _ = platform.poll_deregister(fd);
-                    }
-                }
-            }
-        }
-        for waker in wakes.drain(..) {
-            waker.wake();
-        }
     }
 }

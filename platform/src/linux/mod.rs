@@ -36,7 +36,7 @@ pub use self::overflow::{ensure_alt_stack, install_overflow_handler, AltStack};
 use self::stacks::StackAllocator;
 use self::sys::errno;
 pub use self::sys::OsError;
-use crate::sync::Ordering;
+use crate::sync::{fence, AtomicUsize, Ordering};
 use crate::{
     Event, Interest, Nanos, OverflowEvidence, OverflowReport, ParkToken, Platform, PollError, RawFd, Stack,
     StackError,
@@ -52,11 +52,23 @@ pub const PARKED: u32 = 2;
 const NANOS_PER_SECOND: u64 = 1_000_000_000;
 /// Events fetched from the kernel per `poll` call.
 const POLL_BATCH: usize = 64;
+/// The token of the platform's wake eventfd in its epoll set; never
+/// reported to callers (registrations must not use it).
+pub const WAKE_TOKEN: u64 = u64::MAX;
+/// Poller seat: free.
+const SEAT_FREE: usize = 0;
+/// Poller seat: held by a nonblocking poll (no real token lives at 1).
+const SEAT_BUSY_POLL: usize = 1;
 
 /// The Linux platform. One epoll instance per value, closed on drop.
 #[derive(Debug)]
 pub struct LinuxPlatform {
     epoll_fd: RawFd,
+    /// Written to interrupt the poller seat's holder (see `unpark`).
+    wake_fd: RawFd,
+    /// Who sleeps in `epoll_wait`: [`SEAT_FREE`], [`SEAT_BUSY_POLL`] or the
+    /// address of the parked driver's token.
+    seat: AtomicUsize,
     stacks: StackAllocator,
 }
 
@@ -75,7 +87,28 @@ impl LinuxPlatform {
         if epoll_fd < 0 {
             return Err(PollError::Os(errno()));
         }
-        Ok(LinuxPlatform { epoll_fd, stacks: StackAllocator::new(guard_budget) })
+        // SAFETY: eventfd has no memory-safety preconditions.
+        let wake_fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if wake_fd < 0 {
+            let error = errno();
+            // SAFETY: opened above, closed once here.
+            unsafe { libc::close(epoll_fd) };
+            return Err(PollError::Os(error));
+        }
+        let platform = LinuxPlatform {
+            epoll_fd,
+            wake_fd,
+            seat: AtomicUsize::new(SEAT_FREE),
+            stacks: StackAllocator::new(guard_budget),
+        };
+        // Edge-triggered: every write is one more edge, so the counter is
+        // never read back.
+        let mut event = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: WAKE_TOKEN };
+        // SAFETY: `event` is a valid epoll_event for the call.
+        if unsafe { libc::epoll_ctl(epoll_fd, libc::EPOLL_CTL_ADD, wake_fd, &mut event) } != 0 {
+            return Err(PollError::Os(errno()));
+        }
+        Ok(platform)
     }
 
     /// This platform's guard-page budget, in stacks.
@@ -121,11 +154,24 @@ impl LinuxPlatform {
     }
 }
 
+impl LinuxPlatform {
+    /// Makes the driver in the poller seat return from `epoll_wait`.
+    fn interrupt(&self) {
+        let one: u64 = 1;
+        // SAFETY: `one` is 8 readable bytes, as eventfd's write wants. A
+        // full counter (after 2^64 - 2 writes) would say EAGAIN: ignored.
+        let _ = unsafe { libc::write(self.wake_fd, (&raw const one).cast(), 8) };
+    }
+}
+
 impl Drop for LinuxPlatform {
     fn drop(&mut self) {
-        // SAFETY: the descriptor was opened by `with_guard_budget` and is
-        // closed exactly once, here.
-        unsafe { libc::close(self.epoll_fd) };
+        // SAFETY: the descriptors were opened by `with_guard_budget` and
+        // are closed exactly once, here.
+        unsafe {
+            libc::close(self.wake_fd);
+            libc::close(self.epoll_fd);
+        }
     }
 }
 
@@ -266,10 +312,32 @@ impl Platform for LinuxPlatform {
 
     fn unpark(&self, token: &ParkToken) {
         unpark_token(token);
+        // The store-load pair of `park_polling` mirrored: SeqCst fences on
+        // both sides, so either the poller sees NOTIFIED before it sleeps,
+        // or this sees it in the seat and interrupts the sleep.
+        fence(Ordering::SeqCst);
+        if self.seat.load(Ordering::Relaxed) == token as *const ParkToken as usize {
+            self.interrupt();
+        }
     }
 
     fn poll_register(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
         self.control(libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    fn poll_register_edge(&self, fd: RawFd, token: u64) -> Result<(), PollError> {
+        let flags = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+        let mut event = libc::epoll_event { events: flags, u64: token };
+        // SAFETY: `event` is a valid epoll_event for the duration of the
+        // call; the kernel copies it.
+        if unsafe { libc::epoll_ctl(self.epoll_fd, libc::EPOLL_CTL_ADD, fd, &mut event) } == 0 {
+            return Ok(());
+        }
+        Err(match errno() {
+            libc::EEXIST => PollError::AlreadyRegistered,
+            libc::ENOENT | libc::EBADF => PollError::NotRegistered,
+            other => PollError::Os(other),
+        })
     }
 
     fn poll_modify(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), PollError> {
@@ -289,6 +357,49 @@ impl Platform for LinuxPlatform {
         })
     }
 
+    fn park_polling(
+        &self,
+        token: &ParkToken,
+        deadline: Option<Nanos>,
+        events: &mut [Event],
+    ) -> Result<usize, PollError> {
+        if consume_wake(token) {
+            return Ok(0);
+        }
+        let me = token as *const ParkToken as usize;
+        // Relaxed: the seat only elects one sleeper; the fence below orders
+        // it against the token word.
+        if self.seat.compare_exchange(SEAT_FREE, me, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+            self.park(token, deadline);
+            return Ok(0);
+        }
+        fence(Ordering::SeqCst);
+        let result = if token.state.load(Ordering::Relaxed) == NOTIFIED {
+            Ok(0)
+        } else {
+            let timeout = deadline.map(|deadline| deadline.saturating_sub(monotonic_now()));
+            self.poll(events, timeout)
+        };
+        self.seat.store(SEAT_FREE, Ordering::Release);
+        // A wake that came meanwhile is taken (its eventfd edge, if still
+        // pending, makes some later poll return early: harmless).
+        let _ = consume_wake(token);
+        result
+    }
+
+    fn poll_pending(&self, events: &mut [Event]) -> Result<usize, PollError> {
+        if self
+            .seat
+            .compare_exchange(SEAT_FREE, SEAT_BUSY_POLL, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Ok(0);
+        }
+        let result = self.poll(events, Some(0));
+        self.seat.store(SEAT_FREE, Ordering::Release);
+        result
+    }
+
     /// Waits with millisecond resolution, rounding a timeout up so it never
     /// returns early. An empty `events` slice returns `Ok(0)` at once (epoll
     /// cannot wait without a place to put events), and so does a wait
@@ -304,19 +415,24 @@ impl Platform for LinuxPlatform {
         let mut raw = [libc::epoll_event { events: 0, u64: 0 }; POLL_BATCH];
         let capacity = events.len().min(POLL_BATCH);
         // SAFETY: `raw` has room for `capacity` (≤ POLL_BATCH, > 0) events.
-        let count =
+        let fetched =
             unsafe { libc::epoll_wait(self.epoll_fd, raw.as_mut_ptr(), capacity as libc::c_int, timeout_ms) };
-        if count < 0 {
+        if fetched < 0 {
             return match errno() {
                 libc::EINTR => Ok(0),
                 other => Err(PollError::Os(other)),
             };
         }
-        let count = count as usize;
-        for (out, from) in events.iter_mut().zip(raw.iter()).take(count) {
+        let mut count = 0;
+        for from in raw.iter().take(fetched as usize) {
             // Copy out of the (possibly packed) kernel struct before use.
             let flags = from.events;
             let token = from.u64;
+            if token == WAKE_TOKEN {
+                continue;
+            }
+            let out = &mut events[count];
+            count += 1;
             *out = Event {
                 token,
                 readable: flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32
