@@ -147,10 +147,8 @@ impl From<ExitReason> for JoinError {
 ///   platform's tests), for code outside a process.
 ///
 /// Calls that act on the caller as a process — `spawn` on the caller's
-/// worker, `self_pid`, `register`, `trap_exit`, an [`ActorLocal`] — say
+/// worker, `self_pid`, `register`, `trap_exit`, an `ActorLocal` — say
 /// `NotInProcess` anywhere outside a process.
-///
-/// [`ActorLocal`]: crate::otp::local::ActorLocal
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotInProcess;
 

@@ -26,6 +26,7 @@ use crate::kernel::exit::ExitReason;
 use crate::kernel::parker::ThreadWait;
 use crate::kernel::pid::Pid;
 use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::stackless::StacklessCell;
 use crate::kernel::state::StateWord;
 
 /// A boxed process body.
@@ -54,8 +55,9 @@ pub(crate) struct SlotBody {
     /// moves it to `Cold::value`.
     pub(crate) value: Option<Box<dyn Any + Send>>,
     /// The stackless body's state, owned by the plugin of the slot's
-    /// worker; installed by that worker after the spawn.
-    pub(crate) cell: Option<Box<dyn Any + Send>>,
+    /// worker; installed by that worker after the spawn and reached only
+    /// through its driver (`kernel::stackless::Driver`).
+    pub(crate) cell: Option<StacklessCell>,
 }
 
 impl Default for SlotBody {
@@ -127,7 +129,7 @@ pub(crate) struct Slot {
     pub(crate) worker: AtomicUsize,
     pub(crate) stop: AtomicU8,
     /// The slot holds a stackless body (a handler actor): no stack, no
-    /// context; its worker's plugin runs it (`kernel::plugin`). Written
+    /// context; its worker's plugin runs it (`kernel::stackless`). Written
     /// before the spawn's claim, like `worker`, and constant while live.
     pub(crate) stackless: AtomicBool,
     /// The next entry while the slot sits in the intrusive list of a
