@@ -363,7 +363,8 @@ impl<M: Send + 'static> ErasedInbox for Slot<M> {
 /// cannot be counted, so making one turns this off for good.
 ///
 /// ```no_run
-/// # fn demo(runtime: &smarm_core::Runtime) {
+/// # use smarm_core as smarm;
+/// # fn demo(runtime: &smarm::Runtime) {
 /// let inbox = runtime.new_inbox::<u64>();
 /// let addr = inbox.addr();
 /// std::thread::spawn(move || addr.send(7).unwrap());
@@ -408,8 +409,9 @@ impl<M: Send + 'static> Inbox<M> {
     ///   (use [`recv_timeout`](Self::recv_timeout) to bound the wait).
     ///
     /// ```no_run
-    /// # fn demo(runtime: &smarm_core::Runtime) {
-    /// use smarm_core::actor::{Disconnected, RecvError};
+    /// # use smarm_core as smarm;
+    /// # fn demo(runtime: &smarm::Runtime) {
+    /// use smarm::actor::{Disconnected, RecvError};
     ///
     /// let inbox = runtime.new_inbox::<u64>();
     /// for n in 0..3 {

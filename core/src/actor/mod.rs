@@ -8,12 +8,13 @@
 //! registry and supervisors see no difference.
 //!
 //! ```no_run
-//! use smarm_core::actor::{Actor, Ctx};
+//! # use smarm_core as smarm;
+//! use smarm::actor::{Actor, Ctx};
 //!
 //! /// Counts what it is sent and reports the total to whoever asks.
 //! struct Counter { total: u64 }
 //!
-//! enum Msg { Add(u64), Report(smarm_core::Sender<u64>) }
+//! enum Msg { Add(u64), Report(smarm::Sender<u64>) }
 //!
 //! impl Actor for Counter {
 //!     type Msg = Msg;
@@ -27,7 +28,7 @@
 //!     }
 //! }
 //!
-//! # fn demo(runtime: &smarm_core::Runtime) {
+//! # fn demo(runtime: &smarm::Runtime) {
 //! let counter = runtime.spawn_actor(Counter { total: 0 }).unwrap();
 //! counter.send(Msg::Add(2)).unwrap();
 //! # }

@@ -145,7 +145,8 @@ impl Runtime {
     /// Sends `make(reply_to)` to `target` and returns the pending reply.
     ///
     /// ```no_run
-    /// # use smarm_core::actor::{Actor, Ctx, ReplyTo};
+    /// # use smarm_core as smarm;
+    /// # use smarm::actor::{Actor, Ctx, ReplyTo};
     /// struct Echo;
     /// impl Actor for Echo {
     ///     type Msg = (u32, ReplyTo<u32>);
@@ -153,7 +154,7 @@ impl Runtime {
     ///         let _ = reply.send(n);
     ///     }
     /// }
-    /// # fn demo(rt: &smarm_core::Runtime) {
+    /// # fn demo(rt: &smarm::Runtime) {
     /// let echo = rt.spawn_actor(Echo).unwrap();
     /// assert_eq!(rt.ask(&echo, |reply| (7, reply)).wait().unwrap(), 7);
     /// # }
