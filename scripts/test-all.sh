@@ -102,7 +102,7 @@ step "wake-ring variants (host)"
 cargo test -p smarm-core --no-default-features --features rq-striped
 cargo test -p smarm-core --no-default-features --features rq-mutex
 
-step "miri (strict provenance): state word, rings, timers, slab bookkeeping"
+step "miri (strict provenance): state word, rings and envelopes, timers, slab bookkeeping"
 # Only modules whose tests neither switch stacks (inline assembly) nor call
 # the platform (mmap, clocks): miri can run neither.
 MIRIFLAGS="-Zmiri-strict-provenance" \

@@ -100,6 +100,7 @@ pub(crate) struct View {
     own: Own,
 }
 
+#[inline]
 fn get<A: Actor>(value: &mut dyn Any) -> Option<&mut dyn ErasedCell> {
     value.downcast_mut::<Cell<A>>().map(|cell| cell as &mut dyn ErasedCell)
 }
@@ -109,6 +110,7 @@ fn own<A: Actor>(value: Box<dyn Any + Send>) -> Option<Box<dyn ErasedCell>> {
 }
 
 /// Runs `f` on `pid`'s installed cell, lent by the driver of its worker.
+#[inline]
 pub(crate) fn with_erased<R>(
     driver: &Driver<'_>,
     pid: Pid,

@@ -25,10 +25,12 @@ const PASS_SAMPLE: u64 = 16;
 /// Delivers what was sent on this worker to its own actors and staged in
 /// `pending_local`. Returns whether there was any.
 fn deliver_pending_local(local: &Local, driver: &Driver<'_>) -> bool {
-    let mut pending = core::mem::take(&mut *local.pending_local.borrow_mut());
-    if pending.is_empty() {
+    // Looked at before it is taken: taking an empty list would drop its
+    // capacity, and the next pass's sends would grow it again.
+    if local.pending_local.borrow().is_empty() {
         return false;
     }
+    let mut pending = core::mem::take(&mut *local.pending_local.borrow_mut());
     for envelope in pending.drain(..) {
         deliver_or_hold(envelope, local, driver);
     }

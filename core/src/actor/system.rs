@@ -161,6 +161,7 @@ impl Local {
     }
 
     /// This worker's actor state, as the kernel keeps it for the driver.
+    #[inline]
     pub(crate) fn of<'a>(driver: &Driver<'a>) -> Option<&'a Local> {
         driver.state()?.downcast_ref::<Local>()
     }

@@ -179,6 +179,7 @@ impl<'a> Driver<'a> {
     }
 
     /// The plugin's state for this worker, if the plugin is installed.
+    #[inline]
     pub(crate) fn state(&self) -> Option<&'a dyn Any> {
         self.on.map(OnWorker::state)
     }
@@ -207,20 +208,21 @@ impl<'a> Driver<'a> {
     }
 
     /// The slot of `pid` if it is a live stackless body of this worker.
+    #[inline]
     fn own_slot(&self, pid: Pid) -> Option<&'a Slot> {
-        if self.shared.stackless_worker(pid) != Some(self.worker) {
-            return None;
-        }
-        self.shared.slot(pid.index())
+        let slot = self.shared.slot(pid.index())?;
+        (self.shared.stackless_worker_of(slot, pid) == Some(self.worker)).then_some(slot)
     }
 
     /// Runs `f` on the cell of `pid`, a live stackless body of this worker,
-    /// with no other cell lent out; `None` otherwise (or with no plugin).
-    fn access<R>(&self, pid: Pid, f: impl FnOnce(&mut Option<StacklessCell>) -> R) -> Option<R> {
-        let on = self.on?;
-        let slot = self.own_slot(pid)?;
+    /// with no other cell lent out.
+    #[inline]
+    fn access<R>(&self, pid: Pid, f: impl FnOnce(&mut Option<StacklessCell>) -> R) -> Result<R, NoCell> {
+        // No plugin: no stackless body was ever installed.
+        let on = self.on.ok_or(NoCell::Dead)?;
+        let slot = self.own_slot(pid).ok_or(NoCell::Dead)?;
         if on.lent.replace(true) {
-            return None;
+            return Err(NoCell::Lent);
         }
         /// Takes the loan back on every way out, an unwinding panic too.
         struct Return<'a>(&'a Cell<bool>);
@@ -237,23 +239,18 @@ impl<'a> Driver<'a> {
         // worker is live, and none can be made until `f` returns. Only the
         // cell field is borrowed, not the rest of the body.
         let cell = unsafe { &mut *core::ptr::addr_of_mut!((*slot.body.get()).cell) };
-        Some(f(cell))
+        Ok(f(cell))
     }
 
     /// Runs `f` on the value and description of `pid`'s cell.
+    #[inline]
     pub(crate) fn with_cell<R>(
         &self,
         pid: Pid,
         f: impl FnOnce(&mut dyn Any, &'static (dyn Any + Send + Sync)) -> R,
     ) -> Result<R, NoCell> {
-        if self.on.is_some_and(|on| on.lent.get()) {
-            return Err(NoCell::Lent);
-        }
-        match self.access(pid, |cell| cell.as_mut().map(|cell| f(&mut *cell.value, cell.meta))) {
-            Some(Some(r)) => Ok(r),
-            Some(None) => Err(NoCell::Pending),
-            None => Err(NoCell::Dead),
-        }
+        self.access(pid, |cell| cell.as_mut().map(|cell| f(&mut *cell.value, cell.meta)))?
+            .ok_or(NoCell::Pending)
     }
 
     /// Where `pid`'s cell stands.
@@ -271,7 +268,7 @@ impl<'a> Driver<'a> {
         meta: &'static (dyn Any + Send + Sync),
     ) -> Result<(), Box<dyn Any + Send>> {
         let mut value = Some(value);
-        self.access(pid, |cell| {
+        let _ = self.access(pid, |cell| {
             if cell.is_none() {
                 if let Some(value) = value.take() {
                     *cell = Some(StacklessCell { value, meta });
@@ -290,7 +287,7 @@ impl<'a> Driver<'a> {
         &self,
         pid: Pid,
     ) -> Option<(Box<dyn Any + Send>, &'static (dyn Any + Send + Sync))> {
-        let cell = self.access(pid, Option::take)??;
+        let cell = self.access(pid, Option::take).ok()??;
         Some((cell.value, cell.meta))
     }
 
@@ -320,7 +317,7 @@ impl<'a> Driver<'a> {
         let slot = self.shared.slot_of(pid);
         // The cell is the plugin's: whatever it left is dropped off the
         // slot lock (a body's destructor may take locks).
-        drop(self.access(pid, Option::take));
+        drop(self.access(pid, Option::take).ok().flatten());
         {
             let mut cold = slot.cold.lock();
             let stop_reason = cold.stop_reason.take();
@@ -423,8 +420,14 @@ impl Shared {
     }
 
     /// The worker of the live stackless body `pid`.
+    #[inline]
     pub(crate) fn stackless_worker(&self, pid: Pid) -> Option<usize> {
-        let slot = self.slot(pid.index())?;
+        self.stackless_worker_of(self.slot(pid.index())?, pid)
+    }
+
+    /// The worker of the live stackless body `pid`, whose slot is `slot`.
+    #[inline]
+    fn stackless_worker_of(&self, slot: &Slot, pid: Pid) -> Option<usize> {
         // One snapshot: its Acquire pairs with the claim's Release, which
         // published the flag and the worker, both constant while live.
         let snap = slot.state.snapshot();
