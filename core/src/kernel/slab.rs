@@ -213,9 +213,10 @@ mod tests {
         }
     }
 
-    /// Everything a finished process can leave in its slot, each owning a
-    /// guard of `drops`: seven guards in all (the entry, two locals, the
-    /// stashed and the exit value, two death hooks).
+    /// Everything a finished process (or a stackless body) can leave in its
+    /// slot, each owning a guard of `drops`: eight guards in all (the entry,
+    /// two locals, the stashed and the exit value, a stackless cell, two
+    /// death hooks).
     fn fill(slot: &Slot, drops: &Arc<AtomicUsize>) {
         let guard = || Guard(drops.clone());
         // SAFETY: the test owns the slot; no process runs on it.
@@ -225,6 +226,7 @@ mod tests {
         body.locals.push((1, Box::new(guard())));
         body.locals.push((2, Box::new(guard())));
         body.value = Some(Box::new(guard()));
+        body.cell = Some(StacklessCell::new(Box::new(guard()), &()));
         body.low_water = 4096;
         let mut cold = slot.cold.lock();
         cold.exit = Some(ExitReason::Normal);
@@ -248,6 +250,7 @@ mod tests {
         // SAFETY: the test owns the slot; no process runs on it.
         let body = unsafe { &*slot.body.get() };
         assert!(body.stack.is_none() && body.entry.is_none() && body.value.is_none());
+        assert!(body.cell.is_none());
         assert!(body.locals.is_empty());
         assert_eq!(body.low_water, usize::MAX);
         let cold = slot.cold.lock();
@@ -300,10 +303,10 @@ mod tests {
         // SAFETY: the test owns the slot; no process runs on it.
         unsafe { slot.reset(&mut cold) };
         drop(cold);
-        assert_eq!(drops.load(Ordering::Relaxed), 7, "every guard dropped by reset");
+        assert_eq!(drops.load(Ordering::Relaxed), 8, "every guard dropped by reset");
         assert_vacant_contents(&slot);
         drop(slot);
-        assert_eq!(drops.load(Ordering::Relaxed), 7, "nothing dropped twice");
+        assert_eq!(drops.load(Ordering::Relaxed), 8, "nothing dropped twice");
     }
 
     #[test]
@@ -312,7 +315,7 @@ mod tests {
         let slot = Slot::new();
         fill(&slot, &drops);
         drop(slot);
-        assert_eq!(drops.load(Ordering::Relaxed), 7);
+        assert_eq!(drops.load(Ordering::Relaxed), 8);
     }
 
     /// A slot's whole cycle, as spawn, run, exit, finalize and reclaim
@@ -342,6 +345,6 @@ mod tests {
             assert!(!slot.state.snapshot().is_alive(stale));
         }
         assert_eq!(slot.generation(), 1 + rounds);
-        assert_eq!(drops.load(Ordering::Relaxed), 7 * rounds as usize);
+        assert_eq!(drops.load(Ordering::Relaxed), 8 * rounds as usize);
     }
 }

@@ -124,6 +124,13 @@ pub(crate) struct StacklessCell {
     meta: &'static (dyn Any + Send + Sync),
 }
 
+impl StacklessCell {
+    /// A cell holding `value`, read through `meta`.
+    pub(crate) fn new(value: Box<dyn Any + Send>, meta: &'static (dyn Any + Send + Sync)) -> StacklessCell {
+        StacklessCell { value, meta }
+    }
+}
+
 /// The plugin and one worker's state for it, made on the worker's first
 /// pass after the plugin is installed.
 pub(crate) struct OnWorker {
@@ -271,7 +278,7 @@ impl<'a> Driver<'a> {
         let _ = self.access(pid, |cell| {
             if cell.is_none() {
                 if let Some(value) = value.take() {
-                    *cell = Some(StacklessCell { value, meta });
+                    *cell = Some(StacklessCell::new(value, meta));
                 }
             }
         });
