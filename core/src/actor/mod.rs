@@ -55,13 +55,15 @@
 //!
 //! # The pass
 //!
-//! Each pass of a worker, after its processes: drain the spawn and admin
-//! queues, deliver what the processes staged in `pending_local`, drain
-//! the transfer queue (each drain at most `worker_ingress_budget`
-//! entries); run
-//! each runnable actor for up to `actor_message_budget` entries; install
-//! the actors its handlers spawned; deliver `pending_local`; publish
-//! statistics. A worker with nothing to do parks like one without actors.
+//! Each pass of a worker begins with its admin queue (the runtime's own
+//! commands and the actors' administration share it), before its
+//! processes run. After its processes: drain the spawn queue, deliver
+//! what the processes staged in `pending_local`, drain the transfer queue
+//! (each drain, the admin one too, at most `worker_ingress_budget`
+//! entries); run each runnable actor for up to `actor_message_budget`
+//! entries; install the actors its handlers spawned; deliver
+//! `pending_local`; publish statistics. A worker with nothing to do parks
+//! like one without actors.
 //!
 //! # Lifecycle
 //!
