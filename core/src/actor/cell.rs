@@ -10,7 +10,7 @@ use crate::actor::handler::{Actor, Ctx};
 use crate::actor::system::Env;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
-use crate::kernel::stackless::{Driver, NoCell};
+use crate::kernel::stackless::{CellRef, Driver, NoCell, StacklessCell};
 use crate::otp::link::ExitSignal;
 use crate::otp::monitor::Down;
 
@@ -84,29 +84,22 @@ pub(crate) struct Cell<A: Actor> {
 
 /// A spawned actor's cell, to install in its reserved slot: the one
 /// allocation of the actor, and how to read it.
-pub(crate) struct Install {
-    pub(crate) cell: Box<dyn Any + Send>,
-    pub(crate) view: &'static View,
-}
-
-/// A cell taken out of its slot, read as an [`ErasedCell`] (`None`: not
-/// this actor type's).
-type Own = fn(Box<dyn Any + Send>) -> Option<Box<dyn ErasedCell>>;
+pub(crate) struct Install(pub(crate) StacklessCell);
 
 /// How a cell the kernel keeps as `dyn Any` is read as an [`ErasedCell`]:
 /// the `'static` description stored beside it, one per actor type.
 pub(crate) struct View {
-    get: fn(&mut dyn Any) -> Option<&mut dyn ErasedCell>,
-    own: Own,
+    get: for<'c> fn(CellRef<'c>) -> Option<&'c mut dyn ErasedCell>,
+    own: fn(StacklessCell) -> Option<Box<dyn ErasedCell>>,
 }
 
 #[inline]
-fn get<A: Actor>(value: &mut dyn Any) -> Option<&mut dyn ErasedCell> {
-    value.downcast_mut::<Cell<A>>().map(|cell| cell as &mut dyn ErasedCell)
+fn get<A: Actor>(cell: CellRef<'_>) -> Option<&mut dyn ErasedCell> {
+    cell.value::<Cell<A>>().map(|cell| cell as &mut dyn ErasedCell)
 }
 
-fn own<A: Actor>(value: Box<dyn Any + Send>) -> Option<Box<dyn ErasedCell>> {
-    value.downcast::<Cell<A>>().ok().map(|cell| cell as Box<dyn ErasedCell>)
+fn own<A: Actor>(cell: StacklessCell) -> Option<Box<dyn ErasedCell>> {
+    cell.into_value::<Cell<A>>().map(|cell| cell as Box<dyn ErasedCell>)
 }
 
 /// Runs `f` on `pid`'s installed cell, lent by the driver of its worker.
@@ -116,9 +109,9 @@ pub(crate) fn with_erased<R>(
     pid: Pid,
     f: impl FnOnce(&mut dyn ErasedCell) -> R,
 ) -> Result<R, NoCell> {
-    let found = driver.with_cell(pid, |value, meta| {
-        let view = meta.downcast_ref::<View>()?;
-        (view.get)(value).map(f)
+    let found = driver.with_cell(pid, |cell| {
+        let view = cell.meta::<View>()?;
+        (view.get)(cell).map(f)
     })?;
     // A cell the actor layer did not describe is no actor's.
     found.ok_or(NoCell::Dead)
@@ -126,8 +119,8 @@ pub(crate) fn with_erased<R>(
 
 /// Takes `pid`'s installed cell out of its slot.
 pub(crate) fn take_erased(driver: &Driver<'_>, pid: Pid) -> Option<Box<dyn ErasedCell>> {
-    let (value, meta) = driver.take_cell(pid)?;
-    (meta.downcast_ref::<View>()?.own)(value)
+    let cell = driver.take_cell(pid)?;
+    (cell.meta::<View>()?.own)(cell)
 }
 
 impl<A: Actor> Cell<A> {
@@ -135,7 +128,7 @@ impl<A: Actor> Cell<A> {
 
     /// The install of a new actor: its cell, boxed once.
     pub(crate) fn install(pid: Pid, actor: A, parent: Option<Pid>) -> Install {
-        let cell: Box<dyn Any + Send> = Box::new(Cell {
+        let cell = Box::new(Cell {
             actor,
             pid,
             mailbox: VecDeque::new(),
@@ -147,7 +140,7 @@ impl<A: Actor> Cell<A> {
             parent,
             last: "",
         });
-        Install { cell, view: Self::VIEW }
+        Install(StacklessCell::new(cell, Self::VIEW))
     }
 }
 

@@ -70,7 +70,7 @@ impl Deliver<OnDriver> for Install {
         let Some(local) = Local::of(driver) else { return Ok(()) };
         // A stop that got there first ended the reservation: the cell is
         // dropped here (given back by `install`), its actor never started.
-        if driver.install(dest, self.cell, self.view).is_err() {
+        if driver.install(dest, self.0).is_err() {
             return Ok(());
         }
         bump(&local.counters.actors, 1);

@@ -38,7 +38,7 @@ use crate::kernel::state::{State, Unpark};
 use crate::kernel::worker::{self, WorkerCore};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use core::any::Any;
+use core::any::{Any, TypeId};
 use core::cell::Cell;
 use core::marker::PhantomData;
 
@@ -118,16 +118,65 @@ impl Deliver<OnDriver> for Admin {
 
 /// What a stackless slot's cell holds once its body is installed: the
 /// plugin's value (one allocation) and the `'static` description the
-/// plugin reads it through.
+/// plugin reads it through, each with its type recorded when the cell was
+/// made — so reading them back compares two constants instead of asking
+/// the value for its type through its vtable on every access.
 pub(crate) struct StacklessCell {
     value: Box<dyn Any + Send>,
+    value_type: TypeId,
     meta: &'static (dyn Any + Send + Sync),
+    meta_type: TypeId,
 }
 
 impl StacklessCell {
     /// A cell holding `value`, read through `meta`.
-    pub(crate) fn new(value: Box<dyn Any + Send>, meta: &'static (dyn Any + Send + Sync)) -> StacklessCell {
-        StacklessCell { value, meta }
+    pub(crate) fn new<T: Any + Send, M: Any + Send + Sync>(value: Box<T>, meta: &'static M) -> StacklessCell {
+        StacklessCell { value, value_type: TypeId::of::<T>(), meta, meta_type: TypeId::of::<M>() }
+    }
+
+    /// The value, if it is a `T` (taken out of the cell).
+    pub(crate) fn into_value<T: Any>(self) -> Option<Box<T>> {
+        self.value.downcast::<T>().ok()
+    }
+
+    /// The description, if it is an `M`.
+    pub(crate) fn meta<M: Any>(&self) -> Option<&'static M> {
+        if self.meta_type != TypeId::of::<M>() {
+            return None;
+        }
+        let meta: *const (dyn Any + Send + Sync) = self.meta;
+        // SAFETY: `meta_type` is the `TypeId` of the concrete type `meta`
+        // was made from (`new` records both from the same `M`, and the
+        // fields never change), so it points to an `M`, for `'static`.
+        Some(unsafe { &*meta.cast::<M>() })
+    }
+}
+
+/// A lent cell: its value and description, read as the types the plugin
+/// knows them by.
+pub(crate) struct CellRef<'c> {
+    cell: &'c mut StacklessCell,
+}
+
+impl<'c> CellRef<'c> {
+    /// The description, if it is an `M`.
+    #[inline]
+    pub(crate) fn meta<M: Any>(&self) -> Option<&'static M> {
+        self.cell.meta::<M>()
+    }
+
+    /// The value, if it is a `T`.
+    #[inline]
+    pub(crate) fn value<T: Any>(self) -> Option<&'c mut T> {
+        if self.cell.value_type != TypeId::of::<T>() {
+            return None;
+        }
+        let value: *mut (dyn Any + Send) = &mut *self.cell.value;
+        // SAFETY: `value_type` is the `TypeId` of the boxed value's
+        // concrete type (recorded by `new` from the same `T`; a value
+        // behind `&mut dyn Any` can be changed but never replaced by one
+        // of another type), and the `&mut` is the loan's, for `'c`.
+        Some(unsafe { &mut *value.cast::<T>() })
     }
 }
 
@@ -249,53 +298,36 @@ impl<'a> Driver<'a> {
         Ok(f(cell))
     }
 
-    /// Runs `f` on the value and description of `pid`'s cell.
+    /// Runs `f` on `pid`'s installed cell, lent for the call.
     #[inline]
-    pub(crate) fn with_cell<R>(
-        &self,
-        pid: Pid,
-        f: impl FnOnce(&mut dyn Any, &'static (dyn Any + Send + Sync)) -> R,
-    ) -> Result<R, NoCell> {
-        self.access(pid, |cell| cell.as_mut().map(|cell| f(&mut *cell.value, cell.meta)))?
-            .ok_or(NoCell::Pending)
+    pub(crate) fn with_cell<R>(&self, pid: Pid, f: impl FnOnce(CellRef<'_>) -> R) -> Result<R, NoCell> {
+        self.access(pid, |cell| cell.as_mut().map(|cell| f(CellRef { cell })))?.ok_or(NoCell::Pending)
     }
 
     /// Where `pid`'s cell stands.
     pub(crate) fn cell_state(&self, pid: Pid) -> Result<(), NoCell> {
-        self.with_cell(pid, |_, _| ())
+        self.with_cell(pid, |_| ())
     }
 
-    /// Installs `value` (read through `meta`) in the reserved slot of
-    /// `pid`; `Err` gives it back if `pid` is not a reserved, uninstalled
-    /// body of this worker (a stop got there first).
-    pub(crate) fn install(
-        &self,
-        pid: Pid,
-        value: Box<dyn Any + Send>,
-        meta: &'static (dyn Any + Send + Sync),
-    ) -> Result<(), Box<dyn Any + Send>> {
-        let mut value = Some(value);
-        let _ = self.access(pid, |cell| {
-            if cell.is_none() {
-                if let Some(value) = value.take() {
-                    *cell = Some(StacklessCell::new(value, meta));
-                }
+    /// Installs `cell` in the reserved slot of `pid`; `Err` gives it back
+    /// if `pid` is not a reserved, uninstalled body of this worker (a stop
+    /// got there first).
+    pub(crate) fn install(&self, pid: Pid, cell: StacklessCell) -> Result<(), StacklessCell> {
+        let mut cell = Some(cell);
+        let _ = self.access(pid, |slot| {
+            if slot.is_none() {
+                *slot = cell.take();
             }
         });
-        match value {
-            Some(value) => Err(value),
+        match cell {
+            Some(cell) => Err(cell),
             None => Ok(()),
         }
     }
 
-    /// Takes `pid`'s installed cell out of its slot: its value and
-    /// description.
-    pub(crate) fn take_cell(
-        &self,
-        pid: Pid,
-    ) -> Option<(Box<dyn Any + Send>, &'static (dyn Any + Send + Sync))> {
-        let cell = self.access(pid, Option::take).ok()??;
-        Some((cell.value, cell.meta))
+    /// Takes `pid`'s installed cell out of its slot.
+    pub(crate) fn take_cell(&self, pid: Pid) -> Option<StacklessCell> {
+        self.access(pid, Option::take).ok()?
     }
 
     /// Ends stackless body `pid` of this worker with `reason`, outside
@@ -516,5 +548,34 @@ impl Shared {
     pub(crate) fn plugin_as<T: WorkerPlugin>(&self) -> Option<&T> {
         let plugin: &dyn Any = &**self.plugin()?;
         plugin.downcast_ref::<T>()
+    }
+}
+
+/// A cell reads back as the types it was made from, and as no other (run
+/// under miri too: the typed reads are the kernel's casts).
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Meta(u32);
+    static META: Meta = Meta(7);
+
+    #[test]
+    fn a_cell_reads_back_as_its_own_types_only() {
+        let mut cell = StacklessCell::new(Box::new(41_u64), &META);
+        assert_eq!(cell.meta::<Meta>().map(|m| m.0), Some(7));
+        assert!(cell.meta::<u64>().is_none(), "the description is not a u64");
+        assert!(CellRef { cell: &mut cell }.value::<u32>().is_none(), "the value is not a u32");
+        if let Some(value) = (CellRef { cell: &mut cell }).value::<u64>() {
+            *value += 1;
+        }
+        assert!(cell.meta::<Meta>().is_some());
+        assert_eq!(cell.into_value::<u64>().map(|v| *v), Some(42));
+    }
+
+    #[test]
+    fn a_cell_of_another_type_is_not_taken_for_one() {
+        let cell = StacklessCell::new(Box::new(alloc::string::String::from("cell")), &META);
+        assert!(cell.into_value::<u64>().is_none());
     }
 }
