@@ -75,19 +75,20 @@ impl Deliver<OnDriver> for Install {
         }
         bump(&local.counters.actors, 1);
         // Runnable at once: `on_start` runs in the next run step.
-        let info = with_erased(driver, dest, |cell| {
+        let parent = with_erased(driver, dest, |cell| {
             local.mark_runnable(dest, cell.queued());
-            SpawnInfo { pid: dest, worker: local.worker, type_name: cell.type_name(), parent: cell.parent() }
+            cell.parent()
         });
-        if let Ok(info) = info {
-            crate::kernel::trace::emit(|| crate::kernel::trace::TraceEvent::Spawn {
-                pid: dest,
-                worker: local.worker,
-                parent: info.parent,
-            });
-            if let Some(extension) = ActorSystem::get(driver.shared()).and_then(ActorSystem::extension) {
-                extension.on_spawn(&info);
-            }
+        let Ok(parent) = parent else { return Ok(()) };
+        crate::kernel::trace::emit(|| crate::kernel::trace::TraceEvent::Spawn {
+            pid: dest,
+            worker: local.worker,
+            parent,
+        });
+        if let Some(extension) = ActorSystem::get(driver.shared()).and_then(ActorSystem::extension) {
+            // Only an extension is told the type: looked up for it alone.
+            let type_name = with_erased(driver, dest, |cell| cell.type_name()).unwrap_or("");
+            extension.on_spawn(&SpawnInfo { pid: dest, worker: local.worker, type_name, parent });
         }
         Ok(())
     }
