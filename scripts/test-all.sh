@@ -112,11 +112,11 @@ step "wake-ring variants (host)"
 cargo test -p smarm-core --no-default-features --features rq-striped
 cargo test -p smarm-core --no-default-features --features rq-mutex
 
-step "miri (strict provenance): state word, rings, timers, slab bookkeeping"
+step "miri (strict provenance): state word, rings and envelopes, timers, slab bookkeeping, stackless cells"
 # Only modules whose tests neither switch stacks (inline assembly) nor call
 # the platform (mmap, clocks): miri can run neither.
 MIRIFLAGS="-Zmiri-strict-provenance" \
-  cargo +nightly miri test -p smarm-core --lib -- kernel::state:: kernel::ring:: kernel::timer:: kernel::slab:: kernel::segments::
+  cargo +nightly miri test -p smarm-core --lib -- kernel::state:: kernel::ring:: kernel::timer:: kernel::slab:: kernel::segments:: kernel::stackless::
 
 step "AddressSanitizer: the integration tests (nightly, build-std, fiber annotations)"
 # `--cfg smarm_asan` compiles the core's fiber annotations

@@ -1,14 +1,16 @@
 //! An actor's cell: the actor value, its mailbox and lifecycle flags, kept
-//! in its slot and touched only by its worker's driver.
+//! in its slot (one allocation) and touched only by its worker's driver,
+//! through the kernel's [`Driver`].
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use core::any::Any;
 
+use crate::actor::handler::{Actor, Ctx};
 use crate::actor::system::Env;
-use crate::actor::{Actor, Ctx};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
+use crate::kernel::stackless::{CellRef, Driver, NoCell, StacklessCell};
 use crate::otp::link::ExitSignal;
 use crate::otp::monitor::Down;
 
@@ -80,9 +82,53 @@ pub(crate) struct Cell<A: Actor> {
     last: &'static str,
 }
 
+/// A spawned actor's cell, to install in its reserved slot: the one
+/// allocation of the actor, and how to read it.
+pub(crate) struct Install(pub(crate) StacklessCell);
+
+/// How a cell the kernel keeps as `dyn Any` is read as an [`ErasedCell`]:
+/// the `'static` description stored beside it, one per actor type.
+pub(crate) struct View {
+    get: for<'c> fn(CellRef<'c>) -> Option<&'c mut dyn ErasedCell>,
+    own: fn(StacklessCell) -> Option<Box<dyn ErasedCell>>,
+}
+
+#[inline]
+fn get<A: Actor>(cell: CellRef<'_>) -> Option<&mut dyn ErasedCell> {
+    cell.value::<Cell<A>>().map(|cell| cell as &mut dyn ErasedCell)
+}
+
+fn own<A: Actor>(cell: StacklessCell) -> Option<Box<dyn ErasedCell>> {
+    cell.into_value::<Cell<A>>().map(|cell| cell as Box<dyn ErasedCell>)
+}
+
+/// Runs `f` on `pid`'s installed cell, lent by the driver of its worker.
+#[inline]
+pub(crate) fn with_erased<R>(
+    driver: &Driver<'_>,
+    pid: Pid,
+    f: impl FnOnce(&mut dyn ErasedCell) -> R,
+) -> Result<R, NoCell> {
+    let found = driver.with_cell(pid, |cell| {
+        let view = cell.meta::<View>()?;
+        (view.get)(cell).map(f)
+    })?;
+    // A cell the actor layer did not describe is no actor's.
+    found.ok_or(NoCell::Dead)
+}
+
+/// Takes `pid`'s installed cell out of its slot.
+pub(crate) fn take_erased(driver: &Driver<'_>, pid: Pid) -> Option<Box<dyn ErasedCell>> {
+    let cell = driver.take_cell(pid)?;
+    (cell.meta::<View>()?.own)(cell)
+}
+
 impl<A: Actor> Cell<A> {
-    pub(crate) fn boxed(pid: Pid, actor: A, parent: Option<Pid>) -> Box<dyn ErasedCell> {
-        Box::new(Cell {
+    const VIEW: &'static View = &View { get: get::<A>, own: own::<A> };
+
+    /// The install of a new actor: its cell, boxed once.
+    pub(crate) fn install(pid: Pid, actor: A, parent: Option<Pid>) -> Install {
+        let cell = Box::new(Cell {
             actor,
             pid,
             mailbox: VecDeque::new(),
@@ -93,7 +139,8 @@ impl<A: Actor> Cell<A> {
             handled: 0,
             parent,
             last: "",
-        })
+        });
+        Install(StacklessCell::new(cell, Self::VIEW))
     }
 }
 

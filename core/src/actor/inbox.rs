@@ -7,6 +7,7 @@
 //! must never block its worker — gets [`RecvError::InHandler`] at once.
 
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::collections::VecDeque;
 use alloc::sync::{Arc, Weak};
 use core::any::Any;
@@ -18,8 +19,9 @@ use core::time::Duration;
 
 use smarm_platform::{Nanos, ParkToken, Platform};
 
-use crate::actor::system::Local;
-use crate::actor::{ActorAddress, ActorSendError, Target};
+use crate::actor::error::ActorSendError;
+use crate::actor::system::{count_external, Local};
+use crate::kernel::atomic::{AtomicU64, Ordering};
 use crate::kernel::current;
 use crate::kernel::pid::Pid;
 use crate::kernel::process::{self, Waker};
@@ -349,7 +351,7 @@ impl<M: Send + 'static> ErasedInbox for Slot<M> {
 
 /// An address that code outside the actors receives on: `main`, a thread,
 /// a process, async code, a test. Actors send to it through its
-/// [`InboxAddr`] (typed) or [`ActorAddress`] (untyped, routed through the
+/// [`InboxAddr`] (typed) or [`ActorAddress`](crate::actor::ActorAddress) (untyped, routed through the
 /// runtime's inbox registry). Dropping it unregisters it: later sends get
 /// `ActorSendError::NoActor` with the message back.
 ///
@@ -361,7 +363,8 @@ impl<M: Send + 'static> ErasedInbox for Slot<M> {
 /// cannot be counted, so making one turns this off for good.
 ///
 /// ```no_run
-/// # fn demo(runtime: &smarm_core::Runtime) {
+/// # use smarm_core as smarm;
+/// # fn demo(runtime: &smarm::Runtime) {
 /// let inbox = runtime.new_inbox::<u64>();
 /// let addr = inbox.addr();
 /// std::thread::spawn(move || addr.send(7).unwrap());
@@ -406,8 +409,9 @@ impl<M: Send + 'static> Inbox<M> {
     ///   (use [`recv_timeout`](Self::recv_timeout) to bound the wait).
     ///
     /// ```no_run
-    /// # fn demo(runtime: &smarm_core::Runtime) {
-    /// use smarm_core::actor::{Disconnected, RecvError};
+    /// # use smarm_core as smarm;
+    /// # fn demo(runtime: &smarm::Runtime) {
+    /// use smarm::actor::{Disconnected, RecvError};
     ///
     /// let inbox = runtime.new_inbox::<u64>();
     /// for n in 0..3 {
@@ -453,18 +457,19 @@ impl<M: Send + 'static> Inbox<M> {
         InboxAddr { slot: Arc::downgrade(&self.slot), runtime: self.runtime.clone() }
     }
 
-    /// The untyped address, routed through the runtime's inbox registry.
-    ///
-    /// Untyped addresses are not counted as senders: once one has been
-    /// made, this inbox never reports `Disconnected::NoSenders` (see
-    /// [`recv`](Self::recv)).
-    pub fn address(&self) -> ActorAddress {
+    /// Untyped addresses exist from now on: senders are not counted.
+    pub(crate) fn stop_counting(&self) {
         self.slot.stop_counting();
-        ActorAddress::new(
-            Target::Inbox(self.id),
-            &self.runtime,
-            Some((core::any::TypeId::of::<M>(), core::any::type_name::<M>())),
-        )
+    }
+
+    /// The inbox's id in the runtime's registry.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The runtime the inbox is registered in.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 }
 
@@ -475,7 +480,7 @@ impl<M: Send + 'static> Drop for Inbox<M> {
             inner.closed = true;
             queued = core::mem::take(&mut inner.queue);
         });
-        crate::actor::system::ActorSystem::of(&self.runtime.shared).inboxes.lock().remove(&self.id);
+        Inboxes::of(&self.runtime.shared).remove(self.id);
         // Dropped outside the slot's lock: a message may hold an address
         // of this very inbox, whose drop takes that lock.
         drop(queued);
@@ -551,16 +556,45 @@ pub(crate) fn count_inbox_send(shared: &Shared) {
         local.counters.inbox_sends.set(local.counters.inbox_sends.get() + 1);
     });
     if counted.is_none() {
-        crate::actor::system::count_external(shared);
+        count_external(shared);
+    }
+}
+
+/// A runtime's inboxes by id, for sends through untyped addresses: kept
+/// in the runtime's extension slots, made on first use.
+pub(crate) struct Inboxes {
+    by_id: RuntimeMutex<BTreeMap<u64, Arc<dyn ErasedInbox>>>,
+    next: AtomicU64,
+}
+
+impl Inboxes {
+    /// The registry of the runtime at `shared`.
+    pub(crate) fn of(shared: &Shared) -> Arc<Inboxes> {
+        shared.extension(|| Inboxes { by_id: RuntimeMutex::leaf(BTreeMap::new()), next: AtomicU64::new(1) })
+    }
+
+    /// The inbox registered as `id`, if it is still there.
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<dyn ErasedInbox>> {
+        self.by_id.lock().get(&id).cloned()
+    }
+
+    fn insert(&self, inbox: Arc<dyn ErasedInbox>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.by_id.lock().insert(id, inbox);
+        id
+    }
+
+    fn remove(&self, id: u64) {
+        let removed = self.by_id.lock().remove(&id);
+        // Dropped off the lock.
+        drop(removed);
     }
 }
 
 /// Registers a new inbox of `M` in `runtime`.
 pub(crate) fn new_inbox<M: Send + 'static>(runtime: &Runtime) -> Inbox<M> {
-    let system = crate::actor::system::ActorSystem::of(&runtime.shared);
     let slot = Slot::<M>::new(runtime.shared.platform.clone(), None, Disconnected::NoSenders);
-    let id = system.next_inbox.fetch_add(1, crate::kernel::atomic::Ordering::Relaxed);
-    system.inboxes.lock().insert(id, slot.clone() as Arc<dyn ErasedInbox>);
+    let id = Inboxes::of(&runtime.shared).insert(slot.clone() as Arc<dyn ErasedInbox>);
     Inbox { slot, id, runtime: runtime.clone(), token: Arc::new(ParkToken::new()) }
 }
 
@@ -689,25 +723,21 @@ pub(crate) fn ask_detached<R: Send + 'static>(runtime: &Runtime) -> (Ask<R>, Rep
     (Ask { slot, token: Arc::new(ParkToken::new()), watch: None, not_sent: false }, reply)
 }
 
-/// Sends the request `make(reply_to)` to `target` and returns the pending
-/// reply.
-pub(crate) fn ask<A, R>(
+/// Asks actor `pid`: `send` gets the reply handle and sends the request
+/// (`false`: it could not). Returns the pending reply, which fails rather
+/// than hangs if `pid` dies first.
+pub(crate) fn ask_with<R: Send + 'static>(
     runtime: &Runtime,
-    target: &crate::actor::Addr<A>,
-    make: impl FnOnce(ReplyTo<R>) -> A::Msg,
-) -> Ask<R>
-where
-    A: crate::actor::Actor,
-    R: Send + 'static,
-{
+    pid: Pid,
+    send: impl FnOnce(ReplyTo<R>) -> bool,
+) -> Ask<R> {
     let shared = &runtime.shared;
     let slot = Slot::<R>::new(shared.platform.clone(), Some(1), Disconnected::NoReply);
-    let pid = target.pid();
     let watched = slot.clone();
     let hook = Box::new(move |_: &Shared, _: Pid, _: &crate::kernel::exit::ExitReason| {
         watched.update(|inner| inner.target_died = true);
     });
     let watch = shared.on_death(pid, hook).ok().map(|id| (Arc::downgrade(shared), pid, id));
-    let not_sent = watch.is_none() || target.send(make(ReplyTo { slot: Some(slot.clone()) })).is_err();
+    let not_sent = watch.is_none() || !send(ReplyTo { slot: Some(slot.clone()) });
     Ask { slot, token: Arc::new(ParkToken::new()), watch, not_sent }
 }

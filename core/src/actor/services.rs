@@ -7,141 +7,28 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
-use core::fmt;
 use core::time::Duration;
 
-use crate::actor::inbox::{ask_detached, Ask, ReplyTo};
-use crate::actor::system::{route_admin, ActorSystem, Env};
-use crate::actor::{Actor, ActorAddress, ActorSendError, ActorStats, Addr};
+pub use crate::actor::extension::{
+    AlreadySet, RemoteEnvelope, RemoteSink, RuntimeExtension, SpawnInfo, WorkerCtx, WorkerExtension,
+};
+
+use crate::actor::addr::{ActorAddress, Addr};
+use crate::actor::cell::{with_erased, ErasedCell};
+use crate::actor::error::ActorSendError;
+use crate::actor::handler::{Actor, Ctx};
+use crate::actor::inbox::{ask_detached, ask_with, new_inbox, Ask, Inbox, ReplyTo};
+use crate::actor::route::{end, route_admin};
+use crate::actor::system::{bump, ActorStats, ActorSystem, Env};
 use crate::kernel::atomic::Ordering;
 use crate::kernel::error::NoProc;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Runtime;
 use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::stackless::NoCell;
 use crate::kernel::state::State;
 use crate::kernel::worker::StatsSnapshot;
-
-/// What the runtime tells its extension about a new actor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpawnInfo {
-    /// The actor's pid.
-    pub pid: Pid,
-    /// Its worker.
-    pub worker: usize,
-    /// Its type name.
-    pub type_name: &'static str,
-    /// Who spawned it (an actor or a process), if anyone.
-    pub parent: Option<Pid>,
-}
-
-/// A runtime-wide extension: told of every actor's start and end, and
-/// asked for one [`WorkerExtension`] per worker. Set once per runtime with
-/// [`Runtime::set_extension`].
-pub trait RuntimeExtension: Send + Sync + 'static {
-    /// An actor was installed on its worker (called there, before its
-    /// `on_start`).
-    fn on_spawn(&self, info: &SpawnInfo) {
-        let _ = info;
-    }
-
-    /// An actor ended (called on its worker).
-    fn on_actor_death(&self, pid: Pid, reason: &ExitReason) {
-        let _ = (pid, reason);
-    }
-
-    /// Worker `worker`'s extension, made on that worker's next pass.
-    fn create_worker_extension(&self, worker: usize) -> Option<Box<dyn WorkerExtension>> {
-        let _ = worker;
-        None
-    }
-}
-
-/// Work of an extension on one worker, in every pass after the ingress
-/// drains and before the actors run. Lives on its worker: it is never
-/// touched by two threads.
-pub trait WorkerExtension: 'static {
-    /// Whether it has work the next pass must do (so the worker does not
-    /// park).
-    fn has_pending_work(&self) -> bool {
-        false
-    }
-
-    /// One step; returns whether it did work.
-    fn on_tick(&mut self, ctx: &mut WorkerCtx<'_>) -> bool;
-}
-
-/// What a worker extension sees.
-#[derive(Debug)]
-pub struct WorkerCtx<'a> {
-    worker: usize,
-    runtime: &'a Runtime,
-}
-
-impl WorkerCtx<'_> {
-    pub(crate) fn new(worker: usize, runtime: &Runtime) -> WorkerCtx<'_> {
-        WorkerCtx { worker, runtime }
-    }
-
-    /// The worker.
-    pub fn worker(&self) -> usize {
-        self.worker
-    }
-
-    /// The runtime (send to actors, spawn, inspect).
-    pub fn runtime(&self) -> &Runtime {
-        self.runtime
-    }
-}
-
-/// Where a runtime sends messages for addresses that are neither its
-/// actors nor its inboxes: a transport to other nodes plugs in here.
-///
-/// A transport gives its peers' actors [`ActorAddress::remote`] addresses
-/// (a node number and an id of its choosing); a send to one reaches
-/// [`RemoteSink::deliver`] with the payload still typed-erased and the
-/// type's name, to serialize and ship. On the receiving node the transport
-/// decodes the message and sends it to the local `Addr` it names. No sink
-/// installed: such a send is `ActorSendError::NoRoute` with the message
-/// back.
-pub trait RemoteSink: Send + Sync + 'static {
-    /// Takes one message for a remote address; `Err` hands it back (the
-    /// sender gets `NoRoute`).
-    fn deliver(&self, envelope: RemoteEnvelope) -> Result<(), RemoteEnvelope>;
-}
-
-/// A message for a remote address.
-pub struct RemoteEnvelope {
-    /// The node the address names.
-    pub node: u64,
-    /// The id on that node.
-    pub id: u64,
-    /// The message.
-    pub payload: Box<dyn Any + Send>,
-    /// The message's type name.
-    pub type_name: &'static str,
-}
-
-impl fmt::Debug for RemoteEnvelope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoteEnvelope")
-            .field("node", &self.node)
-            .field("id", &self.id)
-            .field("type_name", &self.type_name)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The extension or sink was set already: each is set once per runtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AlreadySet;
-
-impl fmt::Display for AlreadySet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("already set for this runtime: set it once, before spawning")
-    }
-}
-impl core::error::Error for AlreadySet {}
 
 /// A `Send + Sync` handle for threads that are not workers to send to
 /// actors and inboxes. Sends go through the target worker's transfer queue;
@@ -251,14 +138,15 @@ pub struct ProcessInfo {
 
 impl Runtime {
     /// An inbox: an address code outside the actors receives on.
-    pub fn new_inbox<M: Send + 'static>(&self) -> crate::actor::inbox::Inbox<M> {
-        crate::actor::inbox::new_inbox(self)
+    pub fn new_inbox<M: Send + 'static>(&self) -> Inbox<M> {
+        new_inbox(self)
     }
 
     /// Sends `make(reply_to)` to `target` and returns the pending reply.
     ///
     /// ```no_run
-    /// # use smarm_core::actor::{Actor, Ctx, ReplyTo};
+    /// # use smarm_core as smarm;
+    /// # use smarm::actor::{Actor, Ctx, ReplyTo};
     /// struct Echo;
     /// impl Actor for Echo {
     ///     type Msg = (u32, ReplyTo<u32>);
@@ -266,7 +154,7 @@ impl Runtime {
     ///         let _ = reply.send(n);
     ///     }
     /// }
-    /// # fn demo(rt: &smarm_core::Runtime) {
+    /// # fn demo(rt: &smarm::Runtime) {
     /// let echo = rt.spawn_actor(Echo).unwrap();
     /// assert_eq!(rt.ask(&echo, |reply| (7, reply)).wait().unwrap(), 7);
     /// # }
@@ -276,7 +164,7 @@ impl Runtime {
         target: &Addr<A>,
         make: impl FnOnce(ReplyTo<R>) -> A::Msg,
     ) -> Ask<R> {
-        crate::actor::inbox::ask(self, target, make)
+        ask_with(self, target.pid(), |reply| target.send(make(reply)).is_ok())
     }
 
     /// A handle for threads that are not workers to send to actors.
@@ -335,7 +223,7 @@ impl Runtime {
                 worker,
                 None,
                 Box::new(move |env: &Env<'_>| {
-                    let _ = reply.send(crate::actor::system::info(env, pid));
+                    let _ = reply.send(info(env, pid));
                 }),
             ),
             None => {
@@ -354,7 +242,7 @@ impl Runtime {
             &self.shared,
             worker,
             Some(pid),
-            Box::new(move |env: &Env<'_>| crate::actor::system::stop_now(env, pid, reason)),
+            Box::new(move |env: &Env<'_>| stop_now(env, pid, reason)),
         );
         Ok(())
     }
@@ -378,7 +266,7 @@ impl Runtime {
                 worker,
                 Some(pid),
                 Box::new(move |env: &Env<'_>| {
-                    let _ = reply.send(crate::actor::system::set_suspended(env, pid, on));
+                    let _ = reply.send(set_suspended(env, pid, on));
                 }),
             ),
             None => {
@@ -406,7 +294,7 @@ impl Runtime {
                 Some(pid),
                 Box::new(move |env: &Env<'_>| {
                     let mut f = Some(f);
-                    let result = crate::actor::system::with_actor(env, pid, &mut |any: &mut dyn Any| {
+                    let result = with_actor(env, pid, &mut |any: &mut dyn Any| {
                         let f = f.take()?;
                         any.downcast_mut::<A>().map(f)
                     });
@@ -423,7 +311,7 @@ impl Runtime {
     /// Every actor of every worker, asked of all workers at once; the reply
     /// comes when all have answered, sorted by pid.
     pub fn list_actors(&self) -> Ask<Vec<ActorInfo>> {
-        self.broadcast(crate::actor::system::list)
+        self.broadcast(list)
     }
 
     /// Every live process of every worker (pid, registered name, worker,
@@ -432,7 +320,7 @@ impl Runtime {
     /// [`list_actors`](Self::list_actors), one view of everything running.
     pub fn list_processes(&self) -> Ask<Vec<ProcessInfo>> {
         let runtime = self.clone();
-        self.broadcast(move |env| crate::actor::system::processes(env, &runtime))
+        self.broadcast(move |env| processes(env, &runtime))
     }
 
     /// Runs `each` on every worker (admin queue) and replies with the
@@ -509,4 +397,129 @@ pub(crate) fn system_info(env: &Env<'_>) -> SystemInfo {
         total_actors,
         uptime: Duration::from_nanos(shared.platform.now().saturating_sub(system.started)),
     }
+}
+
+impl<A: Actor> Ctx<'_, A> {
+    /// Where the runtime stands: this worker, the worker count, the actors
+    /// across the workers, the uptime.
+    pub fn system_info(&self) -> SystemInfo {
+        system_info(self.env)
+    }
+}
+
+/// What the worker knows of actor `pid`, for an admin command.
+fn info(env: &Env<'_>, pid: Pid) -> Option<ActorInfo> {
+    let worker = env.local.worker;
+    match with_erased(env.driver, pid, |cell| describe(worker, pid, cell)) {
+        Ok(info) => Some(info),
+        Err(NoCell::Pending) => Some(ActorInfo {
+            pid,
+            worker,
+            type_name: "",
+            parent: None,
+            mailbox_depth: 0,
+            status: ActorStatus::Starting,
+            handled: 0,
+            last_message: "",
+        }),
+        Err(_) => None,
+    }
+}
+
+fn describe(worker: usize, pid: Pid, cell: &mut dyn ErasedCell) -> ActorInfo {
+    let status = if *cell.suspended() {
+        ActorStatus::Suspended
+    } else if cell.len() > 0 {
+        ActorStatus::Runnable
+    } else {
+        ActorStatus::Idle
+    };
+    ActorInfo {
+        pid,
+        worker,
+        type_name: cell.type_name(),
+        parent: cell.parent(),
+        mailbox_depth: cell.len(),
+        status,
+        handled: cell.handled(),
+        last_message: cell.last_message(),
+    }
+}
+
+/// Every actor of this worker (the admin step of its pass).
+fn list(env: &Env<'_>) -> Vec<ActorInfo> {
+    let shared = env.shared;
+    let mut out = Vec::new();
+    for index in 0..shared.slot_count() {
+        let Some(pid) = shared.stackless_pid(index) else { continue };
+        if shared.stackless_worker(pid) != Some(env.local.worker) {
+            continue;
+        }
+        if let Some(info) = info(env, pid) {
+            out.push(info);
+        }
+    }
+    out
+}
+
+/// Every live process of this worker (the admin step of its pass).
+fn processes(env: &Env<'_>, runtime: &Runtime) -> Vec<ProcessInfo> {
+    let shared = env.shared;
+    let mut out = Vec::new();
+    for index in 0..shared.slot_count() {
+        let Some(view) = env.driver.process_view(index) else { continue };
+        let (links, trapping) = runtime.links_of(view.pid);
+        out.push(ProcessInfo {
+            pid: view.pid,
+            name: runtime.name_of(view.pid),
+            worker: env.local.worker,
+            state: view.state,
+            links,
+            monitors: view.death_hooks,
+            trapping,
+            stack_high_water: view.stack_used,
+        });
+    }
+    out
+}
+
+/// Ends actor `pid` now (admin stop), ahead of its mail.
+fn stop_now(env: &Env<'_>, pid: Pid, reason: ExitReason) {
+    let panic =
+        with_erased(env.driver, pid, |cell| (env.shared.hooks.catch_panic)(&mut || cell.stop(env, &reason)));
+    match panic {
+        Ok(Some(message)) => {
+            bump(&env.local.counters.panics, 1);
+            end(env, pid, ExitReason::Panicked(message), false);
+        }
+        Ok(None) => end(env, pid, reason, true),
+        Err(_) => {}
+    }
+}
+
+/// Suspends or resumes actor `pid`; whether it was found.
+fn set_suspended(env: &Env<'_>, pid: Pid, on: bool) -> bool {
+    with_erased(env.driver, pid, |cell| {
+        *cell.suspended() = on;
+        if !on && cell.len() > 0 {
+            env.local.mark_runnable(pid, cell.queued());
+        }
+    })
+    .is_ok()
+}
+
+/// Runs `f` on actor `pid`'s value (admin `with_state`), under the panic
+/// guard: a panicking `f` poisons the actor like a panicking handler.
+fn with_actor<R>(env: &Env<'_>, pid: Pid, f: &mut dyn FnMut(&mut dyn Any) -> Option<R>) -> Option<R> {
+    let mut result = None;
+    let panic = with_erased(env.driver, pid, |cell| {
+        (env.shared.hooks.catch_panic)(&mut || result = f(cell.actor_any()))
+    })
+    .ok()?;
+    if let Some(message) = panic {
+        bump(&env.local.counters.panics, 1);
+        end(env, pid, ExitReason::Panicked(message), false);
+        return None;
+    }
+    result
 }

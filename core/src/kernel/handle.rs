@@ -3,7 +3,6 @@
 
 use alloc::sync::Arc;
 
-use smarm_arch::Arch;
 use smarm_platform::{ParkToken, Platform};
 
 use crate::kernel::atomic::Ordering;
@@ -13,6 +12,7 @@ use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Admin, Runtime};
 use crate::kernel::slab::Slot;
+use crate::kernel::stackless::{DriverEnvelope, Lane};
 
 impl Runtime {
     /// Spawns `f` as a process on the next worker, round-robin. Its return
@@ -115,28 +115,21 @@ impl Runtime {
         self.shared.workers[worker].stats.snapshot()
     }
 
-    /// Sends an administrative command to a worker; `false` if its admin
-    /// ring is full (try again after its next pass) or there is no such
-    /// worker.
+    /// Sends an administrative command to a worker, run at the start of
+    /// its next pass; `false` if there is no such worker.
     pub fn admin(&self, worker: usize, command: Admin) -> bool {
-        let Some(w) = self.shared.workers.get(worker) else { return false };
-        let ok = w.admin.push(command).is_ok();
-        if ok {
-            // Release: a pass that sees the count sees the command.
-            w.admin_pending.fetch_add(1, Ordering::Release);
+        if worker >= self.shared.workers.len() {
+            return false;
         }
-        if ok {
-            self.shared.notify(worker);
-        }
-        ok
+        let envelope = DriverEnvelope::new(Pid::from_parts(0, 0), command);
+        self.shared.push_stackless(worker, Lane::Admin, envelope);
+        true
     }
 
     /// Requests a stop of every live process on every worker.
     pub fn stop_all(&self) {
         for worker in 0..self.worker_count() {
-            while !self.admin(worker, Admin::StopAll) {
-                smarm_arch::Native::spin_hint();
-            }
+            self.admin(worker, Admin::StopAll);
         }
     }
 

@@ -13,7 +13,8 @@
 //! scheduler (`scripts/check-layers.sh` fails on a leaf that does). The
 //! running worker is known to them only through `current`'s record, the
 //! first field of the worker's core. Five files import one another, and
-//! only these edges close the circle:
+//! only these edges close the circle (`runtime`, `worker`, `process`,
+//! `slab`, `stackless`):
 //!
 //! - `runtime` → `worker`: the runtime builds its workers and pushes a
 //!   local wake straight onto the calling worker's ready queue;
@@ -26,13 +27,17 @@
 //!   core; `worker` → `process`: the pass finishes an abandoned process
 //!   and yields a process whose budget is spent.
 //! - `slab` → `runtime`: a death hook is called with the runtime it ran
-//!   in; `runtime`, `worker`, `process` → `slab`: the slot a pid names.
-//! - `plugin` → `runtime`: the layer above runs in each pass with the
-//!   runtime it serves; `runtime`, `worker` → `plugin`: the runtime holds
-//!   the plugin, each pass calls it.
+//!   in; `slab` → `stackless`: a slot holds a stackless body's cell;
+//!   `runtime`, `worker`, `process`, `stackless` → `slab`: the slot a pid
+//!   names.
+//! - `stackless` → `runtime`, `worker`: the stackless bodies' plugin runs
+//!   in each pass with the runtime it serves, and its driver is made from
+//!   the running worker's core; `runtime`, `worker` → `stackless`: the
+//!   runtime holds the plugin and each worker's envelope lanes, each pass
+//!   drains the admin lane and calls the plugin.
 //!
-//! The other scheduler files (`death`, `handle`, `stackless`, `join`,
-//! `single`) import the circle and are imported by none of it.
+//! The other scheduler files (`death`, `handle`, `join`, `single`, `wait`)
+//! import the circle and are imported by none of it.
 
 pub(crate) mod asan;
 pub(crate) mod atomic;
@@ -49,7 +54,6 @@ pub mod join;
 pub(crate) mod once;
 pub(crate) mod parker;
 pub mod pid;
-pub(crate) mod plugin;
 pub mod preempt;
 pub mod process;
 #[cfg(all(test, loom))]

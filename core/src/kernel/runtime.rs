@@ -31,12 +31,12 @@ use crate::kernel::exit::ExitReason;
 use crate::kernel::extension::Extensions;
 use crate::kernel::host::{self, HostHooks};
 use crate::kernel::pid::Pid;
-use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
-use crate::kernel::ring::{CachePadded, LockedRing, Ring, WakeQueue};
+use crate::kernel::ring::{CachePadded, WakeQueue};
 use crate::kernel::segments::{GrowError, Segments};
 use crate::kernel::slab::{Entry, Slot, STOP_NONE, STOP_REQUESTED};
 use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::stackless::{Lanes, WorkerPlugin};
 use crate::kernel::state::{State, Unpark};
 use crate::kernel::trace::{self, TraceEvent};
 use crate::kernel::worker::{self, Worker, WorkerStats};
@@ -46,11 +46,9 @@ pub(crate) struct WorkerShared {
     pub(crate) wake: WakeQueue,
     /// Spawns from outside the worker: slot indices claimed `Queued`.
     pub(crate) spawn: WakeQueue,
-    /// Administrative commands.
-    pub(crate) admin: LockedRing<Admin>,
-    /// Commands pushed into `admin` and not yet taken: lets a pass skip the
-    /// admin ring's lock when it is empty (the common case).
-    pub(crate) admin_pending: AtomicUsize,
+    /// Envelopes for the stackless bodies of this worker, and the admin
+    /// commands of the kernel and of its plugin (one admin lane).
+    pub(crate) lanes: Lanes,
     /// Which park token this worker's driver sleeps on.
     pub(crate) token: usize,
     /// Written by the worker's driver at every pass: in its own cache block,
@@ -227,8 +225,7 @@ impl RuntimeParts {
             workers.push(WorkerShared {
                 wake: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
                 spawn: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
-                admin: LockedRing::with_capacity(64),
-                admin_pending: AtomicUsize::new(0),
+                lanes: Lanes::new(),
                 token: drivers.driver_of(id, config.worker_count),
                 stats: CachePadded(WorkerStats::default()),
             });

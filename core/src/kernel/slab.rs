@@ -26,6 +26,7 @@ use crate::kernel::exit::ExitReason;
 use crate::kernel::parker::ThreadWait;
 use crate::kernel::pid::Pid;
 use crate::kernel::spin::RuntimeMutex;
+use crate::kernel::stackless::StacklessCell;
 use crate::kernel::state::StateWord;
 
 /// A boxed process body.
@@ -54,8 +55,9 @@ pub(crate) struct SlotBody {
     /// moves it to `Cold::value`.
     pub(crate) value: Option<Box<dyn Any + Send>>,
     /// The stackless body's state, owned by the plugin of the slot's
-    /// worker; installed by that worker after the spawn.
-    pub(crate) cell: Option<Box<dyn Any + Send>>,
+    /// worker; installed by that worker after the spawn and reached only
+    /// through its driver (`kernel::stackless::Driver`).
+    pub(crate) cell: Option<StacklessCell>,
 }
 
 impl Default for SlotBody {
@@ -128,7 +130,7 @@ pub(crate) struct Slot {
     pub(crate) worker: AtomicUsize,
     pub(crate) stop: AtomicU8,
     /// The slot holds a stackless body (a handler actor): no stack, no
-    /// context; its worker's plugin runs it (`kernel::plugin`). Written
+    /// context; its worker's plugin runs it (`kernel::stackless`). Written
     /// before the spawn's claim, like `worker`, and constant while live.
     pub(crate) stackless: AtomicBool,
     /// The next entry while the slot sits in the intrusive list of a
@@ -212,9 +214,10 @@ mod tests {
         }
     }
 
-    /// Everything a finished process can leave in its slot, each owning a
-    /// guard of `drops`: seven guards in all (the entry, two locals, the
-    /// stashed and the exit value, two death hooks).
+    /// Everything a finished process (or a stackless body) can leave in its
+    /// slot, each owning a guard of `drops`: eight guards in all (the entry,
+    /// two locals, the stashed and the exit value, a stackless cell, two
+    /// death hooks).
     fn fill(slot: &Slot, drops: &Arc<AtomicUsize>) {
         let guard = || Guard(drops.clone());
         // SAFETY: the test owns the slot; no process runs on it.
@@ -224,6 +227,7 @@ mod tests {
         body.locals.push((1, Box::new(guard())));
         body.locals.push((2, Box::new(guard())));
         body.value = Some(Box::new(guard()));
+        body.cell = Some(StacklessCell::new(Box::new(guard()), &()));
         body.low_water = 4096;
         let mut cold = slot.cold.lock();
         cold.exit = Some(ExitReason::Normal);
@@ -247,6 +251,7 @@ mod tests {
         // SAFETY: the test owns the slot; no process runs on it.
         let body = unsafe { &*slot.body.get() };
         assert!(body.stack.is_none() && body.entry.is_none() && body.value.is_none());
+        assert!(body.cell.is_none());
         assert!(body.locals.is_empty());
         assert_eq!(body.low_water, usize::MAX);
         let cold = slot.cold.lock();
@@ -299,10 +304,10 @@ mod tests {
         // SAFETY: the test owns the slot; no process runs on it.
         unsafe { slot.reset(&mut cold) };
         drop(cold);
-        assert_eq!(drops.load(Ordering::Relaxed), 7, "every guard dropped by reset");
+        assert_eq!(drops.load(Ordering::Relaxed), 8, "every guard dropped by reset");
         assert_vacant_contents(&slot);
         drop(slot);
-        assert_eq!(drops.load(Ordering::Relaxed), 7, "nothing dropped twice");
+        assert_eq!(drops.load(Ordering::Relaxed), 8, "nothing dropped twice");
     }
 
     #[test]
@@ -311,7 +316,7 @@ mod tests {
         let slot = Slot::new();
         fill(&slot, &drops);
         drop(slot);
-        assert_eq!(drops.load(Ordering::Relaxed), 7);
+        assert_eq!(drops.load(Ordering::Relaxed), 8);
     }
 
     /// A slot's whole cycle, as spawn, run, exit, finalize and reclaim
@@ -341,6 +346,6 @@ mod tests {
             assert!(!slot.state.snapshot().is_alive(stale));
         }
         assert_eq!(slot.generation(), 1 + rounds);
-        assert_eq!(drops.load(Ordering::Relaxed), 7 * rounds as usize);
+        assert_eq!(drops.load(Ordering::Relaxed), 8 * rounds as usize);
     }
 }

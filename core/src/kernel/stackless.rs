@@ -1,26 +1,432 @@
 //! The kernel's side of stackless bodies (the handler actors of the layer
-//! above): reserving a slot with no stack, ending it from its worker's
-//! driver, looking it up, and the one worker plugin that runs them in
-//! every pass.
+//! above): the one worker plugin that runs them in every pass, the
+//! [`Driver`] through which that plugin reaches a worker's bodies, the
+//! per-worker envelope lanes that carry work to them, and reserving,
+//! ending and looking up their slots.
+//!
+//! A runtime has at most one plugin, installed on first use. Each worker
+//! makes its own state for it on its next pass and calls
+//! [`WorkerPlugin::pass`] once per pass, after its processes ran. A
+//! stackless slot sits `Parked` while its worker is not running it; a stop
+//! request (the one wildcard wake) queues it like a process, and when the
+//! worker pops it the kernel asks the plugin what to do
+//! ([`WorkerPlugin::woken`]) instead of switching to a stack. The body's
+//! end goes through the kernel's finalize like a process's: death hooks
+//! (monitors, links, the registry) see one kind of pid.
+//!
+//! # The cell and the driver
+//!
+//! A stackless body keeps its state in its slot's *cell*: one allocation
+//! (the plugin's value, whatever its type) and a `'static` description the
+//! plugin reads it through. Only the worker's driver touches a cell, and
+//! only through a [`Driver`]: a token the kernel makes for the plugin's
+//! share of a pass, for `woken` and for the admin step, borrowed for that
+//! call alone and never `Send`. It hands out the cell of one of its
+//! worker's bodies at a time, inside a closure; a nested request (a cell
+//! asked for while one is out) is refused, so a `&mut` to a cell never has
+//! a twin.
 
 use crate::kernel::atomic::Ordering;
 use crate::kernel::error::SpawnError;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
-use crate::kernel::plugin::WorkerPlugin;
 use crate::kernel::preempt::NoPreempt;
-use crate::kernel::runtime::Shared;
-use crate::kernel::slab::STOP_NONE;
+use crate::kernel::ring::envelope::{Deliver, Envelope, EnvelopeQueue, Family};
+use crate::kernel::runtime::{Admin, ProcessView, Shared};
+use crate::kernel::slab::{Slot, STOP_NONE};
 use crate::kernel::state::{State, Unpark};
+use crate::kernel::worker::{self, WorkerCore};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use core::any::Any;
+use core::any::{Any, TypeId};
+use core::cell::Cell;
+use core::marker::PhantomData;
+
+/// Work a layer above the kernel does in each worker's pass.
+pub(crate) trait WorkerPlugin: Any + Send + Sync {
+    /// The plugin's state for worker `worker`, made on that worker's first
+    /// pass after the plugin is installed. Only that worker's driver
+    /// touches it ([`Driver::state`]).
+    fn worker_state(&self, shared: &Arc<Shared>, worker: usize) -> Box<dyn Any>;
+
+    /// The plugin's share of one pass of the driver's worker, run after
+    /// the worker's processes. `budget` is the configured ingress budget
+    /// (`usize::MAX` for unlimited). Returns whether it did work or has
+    /// work left that the next pass will do (so the driver must not park).
+    fn pass(&self, driver: &Driver<'_>, budget: usize) -> bool;
+
+    /// The stackless body `pid` of the driver's worker was queued (a stop
+    /// request, or an end the plugin asked for while it was queued) and the
+    /// worker has taken it off its queue. `Some(reason)`: end it now with
+    /// that reason; `None`: it goes back to `Parked`.
+    fn woken(&self, driver: &Driver<'_>, pid: Pid) -> Option<ExitReason>;
+}
+
+/// The context an envelope for a stackless body is delivered with: the
+/// driver of the target's worker.
+pub(crate) struct OnDriver;
+
+impl Family for OnDriver {
+    type Of<'a> = Driver<'a>;
+}
+
+/// An envelope delivered on a worker's driver.
+pub(crate) type DriverEnvelope = Envelope<OnDriver>;
+
+/// Which of a worker's envelope lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// Administrative commands, the kernel's ([`Admin`]) and the plugin's:
+    /// drained first in every pass, before any process runs.
+    Admin,
+    /// Bodies to install in reserved slots.
+    Install,
+    /// Mail for the worker's bodies from other workers and from outside.
+    Mail,
+}
+
+/// One worker's envelope lanes: any thread pushes, the worker's driver
+/// pops.
+pub(crate) struct Lanes {
+    admin: EnvelopeQueue<OnDriver>,
+    install: EnvelopeQueue<OnDriver>,
+    mail: EnvelopeQueue<OnDriver>,
+}
+
+impl Lanes {
+    pub(crate) fn new() -> Lanes {
+        Lanes { admin: EnvelopeQueue::new(), install: EnvelopeQueue::new(), mail: EnvelopeQueue::new() }
+    }
+
+    fn lane(&self, lane: Lane) -> &EnvelopeQueue<OnDriver> {
+        match lane {
+            Lane::Admin => &self.admin,
+            Lane::Install => &self.install,
+            Lane::Mail => &self.mail,
+        }
+    }
+}
+
+impl Deliver<OnDriver> for Admin {
+    fn deliver(self, _dest: Pid, driver: &Driver<'_>) -> Result<(), Self> {
+        match self {
+            Admin::StopAll => worker::stop_all_on(driver.shared, driver.worker),
+        }
+        Ok(())
+    }
+}
+
+/// What a stackless slot's cell holds once its body is installed: the
+/// plugin's value (one allocation) and the `'static` description the
+/// plugin reads it through, each with its type recorded when the cell was
+/// made — so reading them back compares two constants instead of asking
+/// the value for its type through its vtable on every access.
+pub(crate) struct StacklessCell {
+    value: Box<dyn Any + Send>,
+    value_type: TypeId,
+    meta: &'static (dyn Any + Send + Sync),
+    meta_type: TypeId,
+}
+
+impl StacklessCell {
+    /// A cell holding `value`, read through `meta`.
+    pub(crate) fn new<T: Any + Send, M: Any + Send + Sync>(value: Box<T>, meta: &'static M) -> StacklessCell {
+        StacklessCell { value, value_type: TypeId::of::<T>(), meta, meta_type: TypeId::of::<M>() }
+    }
+
+    /// The value, if it is a `T` (taken out of the cell).
+    pub(crate) fn into_value<T: Any>(self) -> Option<Box<T>> {
+        self.value.downcast::<T>().ok()
+    }
+
+    /// The description, if it is an `M`.
+    pub(crate) fn meta<M: Any>(&self) -> Option<&'static M> {
+        if self.meta_type != TypeId::of::<M>() {
+            return None;
+        }
+        let meta: *const (dyn Any + Send + Sync) = self.meta;
+        // SAFETY: `meta_type` is the `TypeId` of the concrete type `meta`
+        // was made from (`new` records both from the same `M`, and the
+        // fields never change), so it points to an `M`, for `'static`.
+        Some(unsafe { &*meta.cast::<M>() })
+    }
+}
+
+/// A lent cell: its value and description, read as the types the plugin
+/// knows them by.
+pub(crate) struct CellRef<'c> {
+    cell: &'c mut StacklessCell,
+}
+
+impl<'c> CellRef<'c> {
+    /// The description, if it is an `M`.
+    #[inline]
+    pub(crate) fn meta<M: Any>(&self) -> Option<&'static M> {
+        self.cell.meta::<M>()
+    }
+
+    /// The value, if it is a `T`.
+    #[inline]
+    pub(crate) fn value<T: Any>(self) -> Option<&'c mut T> {
+        if self.cell.value_type != TypeId::of::<T>() {
+            return None;
+        }
+        let value: *mut (dyn Any + Send) = &mut *self.cell.value;
+        // SAFETY: `value_type` is the `TypeId` of the boxed value's
+        // concrete type (recorded by `new` from the same `T`; a value
+        // behind `&mut dyn Any` can be changed but never replaced by one
+        // of another type), and the `&mut` is the loan's, for `'c`.
+        Some(unsafe { &mut *value.cast::<T>() })
+    }
+}
+
+/// The plugin and one worker's state for it, made on the worker's first
+/// pass after the plugin is installed.
+pub(crate) struct OnWorker {
+    plugin: Arc<dyn WorkerPlugin>,
+    state: Box<dyn Any>,
+    /// A cell of this worker is lent out ([`Driver::with_cell`]).
+    lent: Cell<bool>,
+}
+
+impl OnWorker {
+    pub(crate) fn new(plugin: Arc<dyn WorkerPlugin>, shared: &Arc<Shared>, worker: usize) -> OnWorker {
+        let state = plugin.worker_state(shared, worker);
+        OnWorker { plugin, state, lent: Cell::new(false) }
+    }
+
+    /// The plugin's state for this worker.
+    pub(crate) fn state(&self) -> &dyn Any {
+        &*self.state
+    }
+}
+
+/// Why a driver lent no cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoCell {
+    /// No live stackless body of this worker has that pid.
+    Dead,
+    /// Reserved, its body not installed yet.
+    Pending,
+    /// Another cell of this worker is lent out right now.
+    Lent,
+}
+
+/// The right to one worker's stackless bodies: made by the kernel on the
+/// thread driving that worker, outside any process, for one call of the
+/// plugin (or one admin step); never `Send`, never outliving the call.
+pub(crate) struct Driver<'a> {
+    shared: &'a Shared,
+    worker: usize,
+    on: Option<&'a OnWorker>,
+    /// Not `Send` or `Sync`: the right belongs to the driving thread.
+    _here: PhantomData<*const ()>,
+}
+
+impl<'a> Driver<'a> {
+    /// The driver of `core`'s worker, for the pass now running it.
+    fn of(core: &'a WorkerCore, shared: &'a Shared) -> Driver<'a> {
+        Driver { shared, worker: core.id, on: core.stackless(), _here: PhantomData }
+    }
+
+    /// The runtime.
+    pub(crate) fn shared(&self) -> &'a Shared {
+        self.shared
+    }
+
+    /// The plugin's state for this worker, if the plugin is installed.
+    #[inline]
+    pub(crate) fn state(&self) -> Option<&'a dyn Any> {
+        self.on.map(OnWorker::state)
+    }
+
+    /// Takes the oldest envelope of this worker's `lane`.
+    pub(crate) fn pop(&self, lane: Lane) -> Option<DriverEnvelope> {
+        // SAFETY: a driver is made only on the thread driving its worker
+        // (one at a time: `Worker::try_tick` takes `&mut`), and never
+        // leaves it: that thread is the lanes' one consumer, and a pop
+        // does not call out, so two never overlap.
+        unsafe { self.shared.workers[self.worker].lanes.lane(lane).pop() }
+    }
+
+    /// Whether this worker's `lane` is empty.
+    pub(crate) fn is_empty(&self, lane: Lane) -> bool {
+        // SAFETY: as in `pop`.
+        unsafe { self.shared.workers[self.worker].lanes.lane(lane).is_empty() }
+    }
+
+    /// What this worker knows of the live process in slot `index`, if the
+    /// slot holds one of this worker's processes.
+    pub(crate) fn process_view(&self, index: u32) -> Option<ProcessView> {
+        // SAFETY: a driver exists only on its worker's driving thread,
+        // outside any process (see `pop`).
+        unsafe { self.shared.process_view(index, self.worker) }
+    }
+
+    /// The slot of `pid` if it is a live stackless body of this worker.
+    #[inline]
+    fn own_slot(&self, pid: Pid) -> Option<&'a Slot> {
+        let slot = self.shared.slot(pid.index())?;
+        (self.shared.stackless_worker_of(slot, pid) == Some(self.worker)).then_some(slot)
+    }
+
+    /// Runs `f` on the cell of `pid`, a live stackless body of this worker,
+    /// with no other cell lent out.
+    #[inline]
+    fn access<R>(&self, pid: Pid, f: impl FnOnce(&mut Option<StacklessCell>) -> R) -> Result<R, NoCell> {
+        // No plugin: no stackless body was ever installed.
+        let on = self.on.ok_or(NoCell::Dead)?;
+        let slot = self.own_slot(pid).ok_or(NoCell::Dead)?;
+        if on.lent.replace(true) {
+            return Err(NoCell::Lent);
+        }
+        /// Takes the loan back on every way out, an unwinding panic too.
+        struct Return<'a>(&'a Cell<bool>);
+        impl Drop for Return<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        let _return = Return(&on.lent);
+        // SAFETY: the slot holds a live stackless body of this worker, so
+        // only this worker's driver touches its body, and we are that
+        // driver, outside any process (a `Driver` exists nowhere else). The
+        // loan flag was clear: no other reference into a cell of this
+        // worker is live, and none can be made until `f` returns. Only the
+        // cell field is borrowed, not the rest of the body.
+        let cell = unsafe { &mut *core::ptr::addr_of_mut!((*slot.body.get()).cell) };
+        Ok(f(cell))
+    }
+
+    /// Runs `f` on `pid`'s installed cell, lent for the call.
+    #[inline]
+    pub(crate) fn with_cell<R>(&self, pid: Pid, f: impl FnOnce(CellRef<'_>) -> R) -> Result<R, NoCell> {
+        self.access(pid, |cell| cell.as_mut().map(|cell| f(CellRef { cell })))?.ok_or(NoCell::Pending)
+    }
+
+    /// Where `pid`'s cell stands.
+    pub(crate) fn cell_state(&self, pid: Pid) -> Result<(), NoCell> {
+        self.with_cell(pid, |_| ())
+    }
+
+    /// Installs `cell` in the reserved slot of `pid`; `Err` gives it back
+    /// if `pid` is not a reserved, uninstalled body of this worker (a stop
+    /// got there first).
+    pub(crate) fn install(&self, pid: Pid, cell: StacklessCell) -> Result<(), StacklessCell> {
+        let mut cell = Some(cell);
+        let _ = self.access(pid, |slot| {
+            if slot.is_none() {
+                *slot = cell.take();
+            }
+        });
+        match cell {
+            Some(cell) => Err(cell),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes `pid`'s installed cell out of its slot.
+    pub(crate) fn take_cell(&self, pid: Pid) -> Option<StacklessCell> {
+        self.access(pid, Option::take).ok()?
+    }
+
+    /// Ends stackless body `pid` of this worker with `reason`, outside
+    /// [`WorkerPlugin::woken`]: `true` if it is now finalized; `false` if
+    /// it is queued (a stop request got there first) — the worker will call
+    /// `woken` for it, which should then end it — or not this worker's.
+    pub(crate) fn end(&self, pid: Pid, reason: ExitReason) -> bool {
+        if self.own_slot(pid).is_none() || self.on.is_some_and(|on| on.lent.get()) {
+            return false;
+        }
+        let slot = self.shared.slot_of(pid);
+        if slot.state.unpark(pid.generation()) != Unpark::Enqueue {
+            return false;
+        }
+        // The wildcard wake made it Queued and gave us the right to it.
+        let ran = slot.state.begin_run(pid.generation());
+        debug_assert!(ran.is_ok(), "a stackless slot we just queued was taken");
+        self.finish(pid, reason);
+        true
+    }
+
+    /// Ends the `Running` stackless body `pid` with `reason` (refined by a
+    /// pending stop's reason, as a process's `Stopped` is) and finalizes
+    /// it.
+    fn finish(&self, pid: Pid, reason: ExitReason) {
+        let slot = self.shared.slot_of(pid);
+        // The cell is the plugin's: whatever it left is dropped off the
+        // slot lock (a body's destructor may take locks).
+        drop(self.access(pid, Option::take).ok().flatten());
+        {
+            let mut cold = slot.cold.lock();
+            let stop_reason = cold.stop_reason.take();
+            cold.exit = Some(match reason {
+                ExitReason::Stopped => stop_reason.unwrap_or(ExitReason::Stopped),
+                reason => reason,
+            });
+            slot.state.finish(pid.generation());
+        }
+        self.shared.finalize(pid.index(), pid.generation());
+    }
+}
+
+/// Pass step: the admin lane of `core`'s worker, at most `budget`
+/// commands. Returns whether there were any.
+pub(crate) fn admin_step(core: &WorkerCore, shared: &Shared, budget: usize) -> bool {
+    let driver = Driver::of(core, shared);
+    let mut n = 0;
+    while n < budget {
+        let Some(envelope) = driver.pop(Lane::Admin) else { break };
+        n += 1;
+        // Admin payloads take their command whatever the target's state
+        // (one that must wait for an install holds itself in the plugin's
+        // state), so nothing comes back here.
+        let given_back = envelope.deliver(&driver);
+        debug_assert!(given_back.is_ok(), "an admin command was given back");
+    }
+    n > 0
+}
+
+/// Pass step: the plugin's share, if a plugin is installed.
+pub(crate) fn plugin_step(core: &WorkerCore, shared: &Shared, budget: usize) -> bool {
+    let driver = Driver::of(core, shared);
+    match driver.on {
+        Some(on) => on.plugin.pass(&driver, budget),
+        None => false,
+    }
+}
+
+/// A stackless body was queued — only a stop request or its plugin's own
+/// end does that — and is now `Running`: the plugin says whether it ends;
+/// if not, it goes back to `Parked`.
+pub(crate) fn run_stackless(core: &WorkerCore, shared: &Shared, pid: Pid) {
+    let slot = shared.slot_of(pid);
+    let driver = Driver::of(core, shared);
+    loop {
+        let end = match driver.on {
+            Some(on) => on.plugin.woken(&driver, pid),
+            // Only a plugin makes stackless slots; none here means its
+            // body can never run: end it.
+            None => Some(ExitReason::Stopped),
+        };
+        if let Some(reason) = end {
+            driver.finish(pid, reason);
+            return;
+        }
+        // Back to Parked, unless a wake landed meanwhile: then ask again.
+        let _ = slot.state.begin_wait(pid.generation());
+        if slot.state.park(pid.generation()) == crate::kernel::state::Park::Parked {
+            return;
+        }
+    }
+}
 
 impl Shared {
     /// Takes a slot for a stackless body on worker `worker` and returns
     /// its pid. The slot is `Parked` with no stack; it counts in `live`
-    /// until it ends ([`Shared::end_stackless`], or a stop). The caller
-    /// (the plugin) installs the body's cell on that worker's next pass.
+    /// until it ends ([`Driver::end`], or a stop). The caller
+    /// (the plugin) installs the body's cell on that worker's next pass
+    /// ([`Driver::install`]).
     pub(crate) fn reserve_stackless(&self, worker: usize) -> Result<Pid, SpawnError> {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
@@ -35,56 +441,6 @@ impl Shared {
         let claimed = slot.state.claim_parked(generation);
         debug_assert!(claimed.is_ok(), "free-list slot {index} was not Vacant");
         Ok(Pid::from_parts(index, generation))
-    }
-
-    /// The cell of stackless slot `index`, where its worker's plugin keeps
-    /// the body's state. Dereferencing the pointer is sound only on the
-    /// driver of the slot's worker, outside any process, with no other
-    /// reference to the cell live; the slot must hold a stackless body of
-    /// a live generation (the cell is dropped when the slot is reclaimed).
-    pub(crate) fn stackless_cell(&self, index: u32) -> Option<*mut Option<Box<dyn Any + Send>>> {
-        let slot = self.slot(index)?;
-        // SAFETY: only a raw pointer to the field is formed here; the
-        // caller's obligations above govern its use.
-        Some(unsafe { core::ptr::addr_of_mut!((*slot.body.get()).cell) })
-    }
-
-    /// Ends stackless body `pid` with `reason`, from its worker's driver
-    /// outside [`WorkerPlugin::woken`]: `true` if it is now finalized;
-    /// `false` if it is queued (a stop request got there first) — the
-    /// worker will call `woken` for it, which should then end it.
-    pub(crate) fn end_stackless(&self, pid: Pid, reason: ExitReason) -> bool {
-        let Some(slot) = self.slot(pid.index()) else { return false };
-        if slot.state.unpark(pid.generation()) != Unpark::Enqueue {
-            return false;
-        }
-        // The wildcard wake made it Queued and gave us the right to it.
-        let ran = slot.state.begin_run(pid.generation());
-        debug_assert!(ran.is_ok(), "a stackless slot we just queued was taken");
-        self.finish_stackless(pid, reason);
-        true
-    }
-
-    /// Ends the `Running` stackless body `pid` with `reason` (refined by a
-    /// pending stop's reason, as a process's `Stopped` is) and finalizes
-    /// it. Called on its worker's driver.
-    pub(crate) fn finish_stackless(&self, pid: Pid, reason: ExitReason) {
-        let slot = self.slot_of(pid);
-        // The cell is the plugin's: whatever it left is dropped off the
-        // slot lock (a body's destructor may take locks).
-        // SAFETY: the body is Running on the calling driver, which owns it.
-        let cell = unsafe { (*slot.body.get()).cell.take() };
-        drop(cell);
-        {
-            let mut cold = slot.cold.lock();
-            let stop_reason = cold.stop_reason.take();
-            cold.exit = Some(match reason {
-                ExitReason::Stopped => stop_reason.unwrap_or(ExitReason::Stopped),
-                reason => reason,
-            });
-            slot.state.finish(pid.generation());
-        }
-        self.finalize(pid.index(), pid.generation());
     }
 
     /// The reason a stop was requested of `pid` with, if one was and the
@@ -103,8 +459,14 @@ impl Shared {
     }
 
     /// The worker of the live stackless body `pid`.
+    #[inline]
     pub(crate) fn stackless_worker(&self, pid: Pid) -> Option<usize> {
-        let slot = self.slot(pid.index())?;
+        self.stackless_worker_of(self.slot(pid.index())?, pid)
+    }
+
+    /// The worker of the live stackless body `pid`, whose slot is `slot`.
+    #[inline]
+    fn stackless_worker_of(&self, slot: &Slot, pid: Pid) -> Option<usize> {
         // One snapshot: its Acquire pairs with the claim's Release, which
         // published the flag and the worker, both constant while live.
         let snap = slot.state.snapshot();
@@ -122,6 +484,16 @@ impl Shared {
         let slot = self.slot(index)?;
         let pid = Pid::from_parts(index, slot.state.snapshot().generation());
         self.is_stackless(pid).then_some(pid)
+    }
+
+    /// Pushes `envelope` onto worker `worker`'s `lane` and wakes its
+    /// driver.
+    pub(crate) fn push_stackless(&self, worker: usize, lane: Lane, envelope: DriverEnvelope) {
+        // Preemption off: a producer cut half-way through the push would
+        // leave the lane looking empty until it runs again.
+        let _np = NoPreempt::new();
+        self.workers[worker].lanes.lane(lane).push(envelope);
+        self.notify(worker);
     }
 
     /// Slots in the slab (live or not).
@@ -176,5 +548,34 @@ impl Shared {
     pub(crate) fn plugin_as<T: WorkerPlugin>(&self) -> Option<&T> {
         let plugin: &dyn Any = &**self.plugin()?;
         plugin.downcast_ref::<T>()
+    }
+}
+
+/// A cell reads back as the types it was made from, and as no other (run
+/// under miri too: the typed reads are the kernel's casts).
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Meta(u32);
+    static META: Meta = Meta(7);
+
+    #[test]
+    fn a_cell_reads_back_as_its_own_types_only() {
+        let mut cell = StacklessCell::new(Box::new(41_u64), &META);
+        assert_eq!(cell.meta::<Meta>().map(|m| m.0), Some(7));
+        assert!(cell.meta::<u64>().is_none(), "the description is not a u64");
+        assert!(CellRef { cell: &mut cell }.value::<u32>().is_none(), "the value is not a u32");
+        if let Some(value) = (CellRef { cell: &mut cell }).value::<u64>() {
+            *value += 1;
+        }
+        assert!(cell.meta::<Meta>().is_some());
+        assert_eq!(cell.into_value::<u64>().map(|v| *v), Some(42));
+    }
+
+    #[test]
+    fn a_cell_of_another_type_is_not_taken_for_one() {
+        let cell = StacklessCell::new(Box::new(alloc::string::String::from("cell")), &META);
+        assert!(cell.into_value::<u64>().is_none());
     }
 }

@@ -8,7 +8,6 @@
 //! runs, the suspended `try_tick` frame keeps only that pointer, and the
 //! process reaches the core through the `current` module.
 
-use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -25,9 +24,9 @@ use crate::kernel::atomic::{AtomicU64, Ordering};
 use crate::kernel::current::{self, Current};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
-use crate::kernel::plugin::WorkerPlugin;
-use crate::kernel::runtime::{Admin, Shared};
+use crate::kernel::runtime::Shared;
 use crate::kernel::slab::SlotBody;
+use crate::kernel::stackless::{self, OnWorker};
 use crate::kernel::timer::Timers;
 
 /// Why a process switched back to its worker.
@@ -92,9 +91,6 @@ impl WorkerStats {
     }
 }
 
-/// The runtime's plugin and one worker's state for it.
-type PluginOnWorker = (Arc<dyn WorkerPlugin>, Box<dyn Any>);
-
 /// The mutable state of one worker.
 ///
 /// Reached through shared references only (the pass, and the process it
@@ -136,7 +132,7 @@ pub(crate) struct WorkerCore {
     live_here: Cell<u64>,
     /// The runtime's worker plugin and this worker's state for it, set on
     /// the first pass after the plugin is installed.
-    plugin: OnceCell<PluginOnWorker>,
+    plugin: OnceCell<OnWorker>,
 }
 
 impl WorkerCore {
@@ -160,18 +156,18 @@ impl WorkerCore {
     /// This worker's state for the runtime's plugin, if it has made it.
     #[inline]
     pub(crate) fn plugin_state(&self) -> Option<&dyn Any> {
-        self.plugin().map(|(_, state)| &**state)
+        self.stackless().map(OnWorker::state)
     }
 
     /// The plugin and this worker's state for it, made now if the plugin
     /// was installed since the last pass.
-    fn plugin(&self) -> Option<&PluginOnWorker> {
-        if let Some(plugin) = self.plugin.get() {
-            return Some(plugin);
+    pub(crate) fn stackless(&self) -> Option<&OnWorker> {
+        if let Some(on) = self.plugin.get() {
+            return Some(on);
         }
         let plugin = self.shared.plugin()?.clone();
-        let state = plugin.worker_state(&self.shared, self.id);
-        Some(self.plugin.get_or_init(|| (plugin, state)))
+        let on = OnWorker::new(plugin, &self.shared, self.id);
+        Some(self.plugin.get_or_init(|| on))
     }
 
     /// Adds a process spawned on this worker from this worker's thread. A
@@ -349,17 +345,7 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
         n += 1;
     }
     did |= n > 0;
-    n = 0;
-    // Acquire pairs with the Release in `Runtime::admin`.
-    while n < budget && ingress.admin_pending.load(Ordering::Acquire) > 0 {
-        let Some(command) = ingress.admin.pop() else { break };
-        ingress.admin_pending.fetch_sub(1, Ordering::Relaxed);
-        match command {
-            Admin::StopAll => stop_all_on(shared, id),
-        }
-        n += 1;
-    }
-    did |= n > 0;
+    did |= stackless::admin_step(core, shared, budget);
 
     // 2. Timers due now. Each is popped in its own borrow of the heap,
     // which ends before `unpark_at` (it may push onto our ready queue).
@@ -407,9 +393,7 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     }
 
     // 4. The plugin's share (handler actors).
-    if let Some((plugin, state)) = core.plugin() {
-        did |= plugin.pass(shared, id, &**state, budget);
-    }
+    did |= stackless::plugin_step(core, shared, budget);
 
     // 5. Statistics.
     let ready = (core.ready.borrow().len() + core.fresh.borrow().len()) as u64;
@@ -453,7 +437,7 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     let began = slot.state.begin_run(generation);
     debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
     if slot.stackless.load(Ordering::Relaxed) {
-        run_stackless(core, shared, Pid::from_parts(index, generation));
+        stackless::run_stackless(core, shared, Pid::from_parts(index, generation));
         return;
     }
     core.current.running.set(Some((index, generation)));
@@ -504,30 +488,6 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     }
 }
 
-/// A stackless body (a handler actor) was queued — only a stop request or
-/// its plugin's own end does that — and is now `Running`: the plugin says
-/// whether it ends; if not, it goes back to `Parked`.
-fn run_stackless(core: &WorkerCore, shared: &Shared, pid: Pid) {
-    let slot = shared.slot_of(pid);
-    loop {
-        let end = match core.plugin() {
-            Some((plugin, state)) => plugin.woken(shared, &**state, pid),
-            // Only a plugin makes stackless slots; none here means its
-            // body can never run: end it.
-            None => Some(ExitReason::Stopped),
-        };
-        if let Some(reason) = end {
-            shared.finish_stackless(pid, reason);
-            return;
-        }
-        // Back to Parked, unless a wake landed meanwhile: then ask again.
-        let _ = slot.state.begin_wait(pid.generation());
-        if slot.state.park(pid.generation()) == crate::kernel::state::Park::Parked {
-            return;
-        }
-    }
-}
-
 /// Ends the program with the platform's overflow report if the process
 /// that just switched out (for any reason, its exit included) overran its
 /// stack: its saved stack pointer lies below the stack, or the canary of a
@@ -557,7 +517,7 @@ fn overflowed(shared: &Shared, stack: &Stack, pid: Pid, evidence: OverflowEviden
 }
 
 /// Requests a stop of every live process owned by worker `id`.
-fn stop_all_on(shared: &Shared, id: usize) {
+pub(crate) fn stop_all_on(shared: &Shared, id: usize) {
     for index in 0..shared_slot_count(shared) {
         let Some(slot) = shared.slot(index) else { break };
         if slot.worker.load(Ordering::Relaxed) != id {

@@ -62,6 +62,7 @@
 
 use core::ops::{Deref, DerefMut};
 
+pub(crate) mod envelope;
 mod intrusive;
 pub mod locked;
 pub mod mpmc;

@@ -1,0 +1,368 @@
+//! Addresses and spawning: [`Addr`] (typed), [`ActorAddress`] (untyped:
+//! an actor, an inbox or a remote address), how a handler's context
+//! spawns, monitors and traps exits, and [`spawn_actor`].
+
+use alloc::boxed::Box;
+use core::any::TypeId;
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::actor::cell::{Cell, Signal};
+use crate::actor::error::ActorSendError;
+use crate::actor::extension::RemoteEnvelope;
+use crate::actor::handler::{Actor, Ctx};
+use crate::actor::inbox::{count_inbox_send, Inbox, Inboxes};
+use crate::actor::route::{deposit, deposit_on, route_install, Msg, Sig};
+use crate::actor::system::{ActorSystem, Envelope};
+use crate::kernel::atomic::Ordering;
+use crate::kernel::error::{NoProc, SpawnError};
+use crate::kernel::exit::ExitReason;
+use crate::kernel::pid::Pid;
+use crate::kernel::process;
+use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::slab::DeathHookId;
+use crate::otp::link::{ExitSignal, Trap};
+use crate::otp::monitor::{Down, MonitorId};
+use crate::otp::supervisor::Child;
+
+impl<'a, A: Actor> Ctx<'a, A> {
+    /// This actor's address.
+    pub fn addr(&self) -> Addr<A> {
+        Addr::new(self.pid, self.env.local.runtime.clone())
+    }
+
+    /// Spawns `actor` on this actor's worker. It is installed at the end of
+    /// this pass, before this pass's same-worker messages are delivered, so
+    /// messages sent to it right away are not lost.
+    pub fn spawn<B: Actor>(&mut self, actor: B) -> Result<Addr<B>, SpawnError> {
+        spawn_in(&self.env.local.runtime, self.env.local.worker, actor, Some(self.pid))
+    }
+
+    /// Spawns `actor` on worker `worker`.
+    pub fn spawn_on<B: Actor>(&mut self, worker: usize, actor: B) -> Result<Addr<B>, SpawnError> {
+        spawn_in(&self.env.local.runtime, worker, actor, Some(self.pid))
+    }
+
+    /// Monitors `target` (a process or an actor): [`Actor::handle_down`]
+    /// gets one [`Down`] when it dies — at once, with `NoProc`, if it
+    /// already has.
+    pub fn monitor(&mut self, target: Pid) -> ActorMonitor {
+        monitor_from(self.env.shared, self.pid, target)
+    }
+
+    /// Removes a monitor; `true` if it had not fired (it never will).
+    pub fn demonitor(&mut self, monitor: ActorMonitor) -> bool {
+        match monitor.hook {
+            Some(hook) => self.env.shared.remove_death_hook(monitor.target, hook),
+            None => false,
+        }
+    }
+
+    /// Traps exits (`true`): a linked death or an exit signal reaches
+    /// [`Actor::handle_exit`] in the mailbox instead of ending the actor
+    /// (`Killed` still ends it). `false` stops trapping.
+    pub fn trap_exit(&mut self, trap: bool) {
+        let trap = trap.then(|| exit_trap(self.env.local.runtime.clone(), self.pid));
+        let _ = self.env.local.runtime.set_trap(self.pid, trap);
+    }
+}
+
+/// An actor's monitor of a pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActorMonitor {
+    /// Names the [`Down`] it delivers.
+    pub id: MonitorId,
+    /// The monitored pid.
+    pub target: Pid,
+    hook: Option<DeathHookId>,
+}
+
+fn monitor_from(shared: &Shared, watcher: Pid, target: Pid) -> ActorMonitor {
+    let id = MonitorId(shared.next_hook_id());
+    let hook = Box::new(move |shared: &Shared, dead: Pid, reason: &ExitReason| {
+        let down = Down { id, pid: dead, reason: reason.clone() };
+        let _ = deposit(shared, Envelope::new(watcher, Sig(Signal::Down(down))));
+    });
+    match shared.on_death(target, hook) {
+        Ok(hook) => ActorMonitor { id, target, hook: Some(hook) },
+        Err(_) => {
+            let down = Down { id, pid: target, reason: ExitReason::NoProc };
+            let _ = deposit(shared, Envelope::new(watcher, Sig(Signal::Down(down))));
+            ActorMonitor { id, target, hook: None }
+        }
+    }
+}
+
+fn exit_trap(runtime: Runtime, pid: Pid) -> Trap {
+    Trap::Hook(alloc::sync::Arc::new(move |signal: ExitSignal| {
+        let _ = deposit(&runtime.shared, Envelope::new(pid, Sig(Signal::Exit(signal))));
+    }))
+}
+
+/// A typed address of an actor of type `A`: its `send` takes only
+/// `A::Msg`. Cloneable, `Send` and `Sync`; usable from handlers, processes
+/// and plain threads.
+pub struct Addr<A: Actor> {
+    pid: Pid,
+    runtime: Runtime,
+    _actor: PhantomData<fn(A::Msg)>,
+}
+
+impl<A: Actor> Clone for Addr<A> {
+    fn clone(&self) -> Self {
+        Addr::new(self.pid, self.runtime.clone())
+    }
+}
+
+impl<A: Actor> fmt::Debug for Addr<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr<{}>({})", core::any::type_name::<A>(), self.pid)
+    }
+}
+
+impl<A: Actor> PartialEq for Addr<A> {
+    fn eq(&self, other: &Self) -> bool {
+        self.pid == other.pid && alloc::sync::Arc::ptr_eq(&self.runtime.shared, &other.runtime.shared)
+    }
+}
+impl<A: Actor> Eq for Addr<A> {}
+
+impl<A: Actor> Addr<A> {
+    fn new(pid: Pid, runtime: Runtime) -> Addr<A> {
+        Addr { pid, runtime, _actor: PhantomData }
+    }
+
+    /// The actor's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The runtime the actor lives in.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Sends `msg`. `Err` hands it back if the actor has ended.
+    pub fn send(&self, msg: A::Msg) -> Result<(), ActorSendError<A::Msg>> {
+        send_to(&self.runtime.shared, self.pid, msg)
+    }
+
+    /// Queues a stop behind the messages already sent from here: the
+    /// actor handles them, then ends `Stopped` (its `on_stop` runs).
+    pub fn stop(&self) -> Result<(), NoProc> {
+        let envelope = Envelope::new(self.pid, Sig(Signal::Stop(ExitReason::Stopped)));
+        deposit(&self.runtime.shared, envelope).map_err(|_| NoProc(self.pid))
+    }
+
+    /// Whether the actor is alive.
+    pub fn is_alive(&self) -> bool {
+        self.runtime.shared.is_stackless(self.pid)
+    }
+
+    /// The untyped address, for routing and administration.
+    pub fn address(&self) -> ActorAddress {
+        ActorAddress::new(
+            Target::Local(self.pid),
+            &self.runtime,
+            Some((TypeId::of::<A::Msg>(), core::any::type_name::<A::Msg>())),
+        )
+    }
+}
+
+impl<A: Actor> From<Addr<A>> for Child {
+    /// A supervised actor: stopped gracefully with [`Addr::stop`].
+    fn from(addr: Addr<A>) -> Child {
+        let pid = addr.pid;
+        Child::with_stop(pid, move || {
+            let _ = addr.stop();
+        })
+    }
+}
+
+/// What an untyped address names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Target {
+    /// An actor of this runtime.
+    Local(Pid),
+    /// An inbox of this runtime.
+    Inbox(u64),
+    /// Something on another node, reached through the remote sink.
+    Remote { node: u64, id: u64 },
+}
+
+/// An untyped address, for routing and administration: an actor or an
+/// inbox of this runtime, or a remote address a transport handles — and
+/// the message type it takes, when known. A send of another type is
+/// refused with [`ActorSendError::WrongType`] and counted, never a panic.
+#[derive(Clone)]
+pub struct ActorAddress {
+    target: Target,
+    runtime: Runtime,
+    accepts: Option<(TypeId, &'static str)>,
+}
+
+impl fmt::Debug for ActorAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let accepts = self.accepts.map_or("?", |(_, name)| name);
+        match self.target {
+            Target::Local(pid) => write!(f, "ActorAddress({pid}, accepts {accepts})"),
+            Target::Inbox(id) => write!(f, "ActorAddress(inbox #{id}, accepts {accepts})"),
+            Target::Remote { node, id } => write!(f, "ActorAddress(node {node} #{id}, accepts {accepts})"),
+        }
+    }
+}
+
+impl PartialEq for ActorAddress {
+    fn eq(&self, other: &Self) -> bool {
+        self.target == other.target && alloc::sync::Arc::ptr_eq(&self.runtime.shared, &other.runtime.shared)
+    }
+}
+impl Eq for ActorAddress {}
+
+impl ActorAddress {
+    pub(crate) fn new(
+        target: Target,
+        runtime: &Runtime,
+        accepts: Option<(TypeId, &'static str)>,
+    ) -> ActorAddress {
+        ActorAddress { target, runtime: runtime.clone(), accepts }
+    }
+
+    /// The address of the actor `pid` in `runtime`, its message type
+    /// unknown: a send of the wrong type is then refused on delivery
+    /// (counted in the worker's `mismatches`) rather than at the call.
+    pub fn from_pid(runtime: &Runtime, pid: Pid) -> ActorAddress {
+        ActorAddress::new(Target::Local(pid), runtime, None)
+    }
+
+    /// A remote address: `id` on node `node`, as a transport numbers them.
+    /// Sends go to the runtime's [`RemoteSink`](crate::actor::RemoteSink); with none installed they
+    /// are `ActorSendError::NoRoute`.
+    pub fn remote(runtime: &Runtime, node: u64, id: u64) -> ActorAddress {
+        ActorAddress::new(Target::Remote { node, id }, runtime, None)
+    }
+
+    /// The actor's pid, if the address names an actor of this runtime.
+    pub fn pid(&self) -> Option<Pid> {
+        match self.target {
+            Target::Local(pid) => Some(pid),
+            _ => None,
+        }
+    }
+
+    /// The name of the message type the target takes, when known.
+    pub fn accepts(&self) -> Option<&'static str> {
+        self.accepts.map(|(_, name)| name)
+    }
+
+    /// Sends `msg` if the target takes an `M`: an actor through its
+    /// worker, an inbox through the runtime's inbox registry, a remote
+    /// address through the remote sink.
+    pub fn send<M: Send + 'static>(&self, msg: M) -> Result<(), ActorSendError<M>> {
+        let shared = &self.runtime.shared;
+        if let Some((accepted, _)) = self.accepts {
+            if accepted != TypeId::of::<M>() {
+                let worker = match self.target {
+                    Target::Local(pid) => shared.stackless_worker(pid),
+                    _ => None,
+                };
+                if let (Some(worker), Some(system)) = (worker, ActorSystem::get(shared)) {
+                    system.stats[worker].refused.fetch_add(1, Ordering::Relaxed);
+                }
+                return Err(ActorSendError::WrongType(msg));
+            }
+        }
+        match self.target {
+            Target::Local(pid) => send_to(shared, pid, msg),
+            Target::Inbox(id) => {
+                let Some(inbox) = Inboxes::of(shared).get(id) else {
+                    return Err(ActorSendError::NoActor(msg));
+                };
+                count_inbox_send(shared);
+                inbox.push_any(Box::new(msg)).map_err(|payload| match payload.downcast::<M>() {
+                    Ok(m) => ActorSendError::NoActor(*m),
+                    // `push_any` gives back what it was given.
+                    Err(_) => unreachable!("an inbox gave back another payload"),
+                })
+            }
+            Target::Remote { node, id } => {
+                let sink = ActorSystem::of(shared).remote.lock().clone();
+                let Some(sink) = sink else { return Err(ActorSendError::NoRoute(msg)) };
+                let envelope = RemoteEnvelope {
+                    node,
+                    id,
+                    payload: Box::new(msg),
+                    type_name: core::any::type_name::<M>(),
+                };
+                sink.deliver(envelope).map_err(|envelope| match envelope.payload.downcast::<M>() {
+                    Ok(m) => ActorSendError::NoRoute(*m),
+                    Err(_) => unreachable!("a remote sink gave back another payload"),
+                })
+            }
+        }
+    }
+
+    /// Queues a stop behind the messages already sent from here (actors
+    /// only).
+    pub fn stop(&self) -> Result<(), NoProc> {
+        let Target::Local(pid) = self.target else { return Err(NoProc(Pid::from_parts(0, 0))) };
+        let envelope = Envelope::new(pid, Sig(Signal::Stop(ExitReason::Stopped)));
+        deposit(&self.runtime.shared, envelope).map_err(|_| NoProc(pid))
+    }
+}
+
+fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), ActorSendError<M>> {
+    // The target is looked up before anything is allocated: a send to a
+    // dead actor hands the message straight back.
+    let Some(worker) = shared.stackless_worker(pid) else { return Err(ActorSendError::NoActor(msg)) };
+    deposit_on(shared, worker, Envelope::new(pid, Msg(msg)));
+    Ok(())
+}
+
+fn spawn_in<A: Actor>(
+    runtime: &Runtime,
+    worker: usize,
+    actor: A,
+    parent: Option<Pid>,
+) -> Result<Addr<A>, SpawnError> {
+    let shared = &runtime.shared;
+    let pid = shared.reserve_stackless(worker)?;
+    route_install(shared, worker, Envelope::new(pid, Cell::install(pid, actor, parent)));
+    Ok(Addr::new(pid, runtime.clone()))
+}
+
+impl Runtime {
+    /// Spawns `actor` on the next worker, round-robin.
+    pub fn spawn_actor<A: Actor>(&self, actor: A) -> Result<Addr<A>, SpawnError> {
+        spawn_in(self, self.shared.next_worker(), actor, process::self_pid())
+    }
+
+    /// Spawns `actor` on worker `worker`.
+    pub fn spawn_actor_on<A: Actor>(&self, worker: usize, actor: A) -> Result<Addr<A>, SpawnError> {
+        spawn_in(self, worker, actor, process::self_pid())
+    }
+}
+
+/// Spawns `actor` from a process, on the process's worker.
+/// `Err(SpawnError::NotInProcess)` outside a process.
+pub fn spawn_actor<A: Actor>(actor: A) -> Result<Addr<A>, SpawnError> {
+    let runtime = process::current_runtime().ok_or(SpawnError::NotInProcess)?;
+    let worker = process::current_worker().ok_or(SpawnError::NotInProcess)?;
+    spawn_in(&runtime, worker, actor, process::self_pid())
+}
+
+impl<M: Send + 'static> Inbox<M> {
+    /// The untyped address, routed through the runtime's inbox registry.
+    ///
+    /// Untyped addresses are not counted as senders: once one has been
+    /// made, this inbox never reports `Disconnected::NoSenders` (see
+    /// [`recv`](Self::recv)).
+    pub fn address(&self) -> ActorAddress {
+        self.stop_counting();
+        ActorAddress::new(
+            Target::Inbox(self.id()),
+            self.runtime(),
+            Some((core::any::TypeId::of::<M>(), core::any::type_name::<M>())),
+        )
+    }
+}

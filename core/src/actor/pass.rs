@@ -1,0 +1,274 @@
+//! The actors' share of each worker's pass: the kernel's worker plugin
+//! ([`WorkerPlugin`] for [`ActorSystem`]) — drain the lanes, run the
+//! worker extension, run each runnable actor up to its budget, install
+//! this pass's spawns, deliver same-worker sends, publish statistics — and
+//! the end of an actor a stop request queued.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::any::Any;
+
+use crate::actor::cell::{take_erased, with_erased};
+use crate::actor::extension::WorkerCtx;
+use crate::actor::route::{deliver_or_hold, end};
+use crate::actor::system::{bump, shrink, ActorSystem, Env, Local};
+use crate::kernel::atomic::Ordering;
+use crate::kernel::exit::ExitReason;
+use crate::kernel::pid::Pid;
+use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::stackless::{Driver, Lane, WorkerPlugin};
+use smarm_arch::{Arch, Native};
+
+/// One busy pass in this many is timed (and counts for this many).
+const PASS_SAMPLE: u64 = 16;
+
+/// Delivers what was sent on this worker to its own actors and staged in
+/// `pending_local`. Returns whether there was any.
+fn deliver_pending_local(local: &Local, driver: &Driver<'_>) -> bool {
+    // Looked at before it is taken: taking an empty list would drop its
+    // capacity, and the next pass's sends would grow it again.
+    if local.pending_local.borrow().is_empty() {
+        return false;
+    }
+    let mut pending = core::mem::take(&mut *local.pending_local.borrow_mut());
+    for envelope in pending.drain(..) {
+        deliver_or_hold(envelope, local, driver);
+    }
+    // Keep the buffer's capacity for the next pass (unless a delivery
+    // staged more meanwhile).
+    let mut staged = local.pending_local.borrow_mut();
+    if staged.is_empty() {
+        core::mem::swap(&mut *staged, &mut pending);
+    }
+    true
+}
+
+/// Drains up to `budget` envelopes of `lane` into their targets. Returns
+/// how many it took.
+fn drain(lane: Lane, budget: usize, local: &Local, driver: &Driver<'_>) -> usize {
+    let mut n = 0;
+    while n < budget {
+        let Some(envelope) = driver.pop(lane) else { break };
+        n += 1;
+        deliver_or_hold(envelope, local, driver);
+    }
+    n
+}
+
+/// What a run of an actor asks for afterwards.
+enum After {
+    Nothing,
+    End(ExitReason, bool),
+}
+
+impl ActorSystem {
+    /// Runs one actor up to the message budget; ends it if it stopped or
+    /// panicked.
+    fn run_one(&self, env: &Env<'_>, pid: Pid) {
+        let budget = match env.shared.config.actor_message_budget {
+            0 => usize::MAX,
+            n => n,
+        };
+        let local = env.local;
+        let after = with_erased(env.driver, pid, |cell| {
+            *cell.queued() = false;
+            if *cell.suspended() {
+                // Its mail waits; `resume` makes it runnable again.
+                return After::Nothing;
+            }
+            let mut ran = None;
+            let before = cell.len();
+            let panic = (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)));
+            // Entries taken, the one a panic interrupted included.
+            let taken = before.saturating_sub(cell.len()) as u64;
+            bump(&local.counters.handled, taken);
+            shrink(&local.counters.depth, taken);
+            match (panic, ran) {
+                (Some(message), _) => {
+                    bump(&local.counters.panics, 1);
+                    After::End(ExitReason::Panicked(message), false)
+                }
+                (None, Some(ran)) => match ran.end {
+                    Some(reason) => After::End(reason, true),
+                    None => {
+                        if cell.len() > 0 {
+                            local.mark_runnable(pid, cell.queued());
+                        }
+                        After::Nothing
+                    }
+                },
+                (None, None) => After::Nothing,
+            }
+        });
+        if let Ok(After::End(reason, graceful)) = after {
+            end(env, pid, reason, graceful);
+        }
+    }
+
+    /// Pass step 2: the worker's extension.
+    fn extension_step(&self, local: &Local) -> bool {
+        if !self.has_extension.load(Ordering::Acquire) {
+            return false;
+        }
+        if local.extension.borrow().is_none() {
+            let made = self.extension().and_then(|e| e.create_worker_extension(local.worker));
+            let Some(made) = made else { return false };
+            *local.extension.borrow_mut() = Some(made);
+        }
+        // Taken out while it runs: its `on_tick` may send, which touches
+        // this worker's state.
+        let Some(mut extension) = local.extension.borrow_mut().take() else { return false };
+        let mut ctx = WorkerCtx::new(local.worker, &local.runtime);
+        let did = extension.on_tick(&mut ctx);
+        let pending = extension.has_pending_work();
+        *local.extension.borrow_mut() = Some(extension);
+        did || pending
+    }
+
+    fn publish(&self, local: &Local) {
+        let s = &self.stats[local.worker];
+        let c = &local.counters;
+        c.unpublished.set(false);
+        let depth = c.depth.get();
+        s.actors.store(c.actors.get(), Ordering::Relaxed);
+        s.mailbox_depth.store(depth, Ordering::Relaxed);
+        s.handled.store(c.handled.get(), Ordering::Relaxed);
+        s.local_sends.store(c.local_sends.get(), Ordering::Relaxed);
+        s.cross_sends.store(c.cross_sends.get(), Ordering::Relaxed);
+        s.inbox_sends.store(c.inbox_sends.get(), Ordering::Relaxed);
+        s.restarts.store(c.restarts.get(), Ordering::Relaxed);
+        s.pass_ticks.store(c.pass_ticks.get(), Ordering::Relaxed);
+        s.transfers_in.store(c.transfers_in.get(), Ordering::Relaxed);
+        s.mismatches.store(c.mismatches.get(), Ordering::Relaxed);
+        s.panics.store(c.panics.get(), Ordering::Relaxed);
+        s.dropped.store(c.dropped.get(), Ordering::Relaxed);
+        s.stopped.store(c.stopped.get(), Ordering::Relaxed);
+    }
+}
+
+impl WorkerPlugin for ActorSystem {
+    fn worker_state(&self, shared: &Arc<Shared>, worker: usize) -> Box<dyn Any> {
+        Box::new(Local::new(worker, Runtime { shared: shared.clone() }))
+    }
+
+    fn pass(&self, driver: &Driver<'_>, budget: usize) -> bool {
+        let Some(local) = Local::of(driver) else { return false };
+        if driver.is_empty(Lane::Install)
+            && driver.is_empty(Lane::Mail)
+            && local.runnable.borrow().is_empty()
+            && local.local_spawns.borrow().is_empty()
+            && local.pending_local.borrow().is_empty()
+            && !self.has_extension.load(Ordering::Relaxed)
+        {
+            // Nothing to do: no clock read; statistics go out if the last
+            // busy passes (or an admin command) left some unpublished.
+            if local.counters.unpublished.get() {
+                self.publish(local);
+            }
+            return false;
+        }
+        let env = Env::new(local, driver);
+        let mut did = false;
+        // Pass time is sampled: every 16th busy pass is timed and counts
+        // for 16 (reading the counter costs tens of nanoseconds on some
+        // virtual machines, a large share of a short pass).
+        let passes = local.counters.busy_passes.get();
+        local.counters.busy_passes.set(passes.wrapping_add(1));
+        let began = (passes % PASS_SAMPLE == 0).then(<Native as Arch>::timestamp);
+
+        // 1. Ingress: installs (each releasing the mail held for it), then
+        //    transfers — each drain bounded by the ingress budget. (Admin
+        //    commands ran at the start of the pass, in the kernel's admin
+        //    step.) What this worker's processes sent to its actors since
+        //    the last pass goes in before the mail from other workers: a
+        //    process that sends to a local actor and then to a remote one,
+        //    whose handler writes back to the first, must see its message
+        //    arrive first (happened-before holds along such chains).
+        did |= drain(Lane::Install, budget, local, driver) > 0;
+        did |= deliver_pending_local(local, driver);
+        let transfers = drain(Lane::Mail, budget, local, driver);
+        bump(&local.counters.transfers_in, transfers as u64);
+        did |= transfers > 0;
+
+        // 2. The worker's extension.
+        did |= self.extension_step(local);
+
+        // 3. Each runnable actor, up to the message budget. Those made
+        //    runnable from here on wait for the next pass.
+        let runnable = local.runnable.borrow().len();
+        for _ in 0..runnable {
+            let next = local.runnable.borrow_mut().pop_front();
+            let Some(pid) = next else { break };
+            self.run_one(&env, pid);
+            did = true;
+        }
+
+        // 4. Children spawned by this pass's handlers exist before the
+        //    messages staged for them are delivered.
+        let mut n = 0;
+        while n < budget {
+            let next = local.local_spawns.borrow_mut().pop_front();
+            let Some(envelope) = next else { break };
+            // An install is never held; it releases its target's mail.
+            deliver_or_hold(envelope, local, driver);
+            n += 1;
+            did = true;
+        }
+
+        // 5. Same-worker sends, eligible from the next pass.
+        did |= deliver_pending_local(local, driver);
+
+        // 6. Statistics: every 16th busy pass, and on the first idle one.
+        if let Some(began) = began {
+            let spent = <Native as Arch>::timestamp().wrapping_sub(began);
+            bump(&local.counters.pass_ticks, spent.saturating_mul(PASS_SAMPLE));
+        }
+        if passes % PASS_SAMPLE == 0 {
+            self.publish(local);
+        } else {
+            local.counters.unpublished.set(true);
+        }
+        did || !local.runnable.borrow().is_empty()
+            || !local.local_spawns.borrow().is_empty()
+            || !local.pending_local.borrow().is_empty()
+    }
+
+    fn woken(&self, driver: &Driver<'_>, pid: Pid) -> Option<ExitReason> {
+        let local = Local::of(driver)?;
+        // An end decided here changes the counters outside the busy part
+        // of a pass: the plugin's share of this same pass, idle or not,
+        // publishes them.
+        local.counters.unpublished.set(true);
+        {
+            let mut ending = local.ending.borrow_mut();
+            if let Some(i) = ending.iter().position(|(p, _)| *p == pid) {
+                return Some(ending.swap_remove(i).1);
+            }
+        }
+        // A stop request.
+        let shared = driver.shared();
+        let reason = shared.stop_requested(pid).unwrap_or(ExitReason::Stopped);
+        if let Some(extension) = self.extension() {
+            extension.on_actor_death(pid, &reason);
+        }
+        let env = Env::new(local, driver);
+        if let Some(mut cell) = take_erased(driver, pid) {
+            let dropped = cell.clear();
+            bump(&local.counters.dropped, dropped as u64);
+            shrink(&local.counters.depth, dropped as u64);
+            local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
+            bump(&local.counters.stopped, 1);
+            let mut cell = Some(cell);
+            let panic = (shared.hooks.catch_panic)(&mut || {
+                if let Some(mut cell) = cell.take() {
+                    cell.stop(&env, &reason);
+                }
+            });
+            if let Some(message) = panic {
+                bump(&local.counters.panics, 1);
+                return Some(ExitReason::Panicked(message));
+            }
+        }
+        Some(reason)
+    }
+}

@@ -1,0 +1,244 @@
+//! How work reaches an actor: the envelope payloads (a message, a signal,
+//! an install, an admin command), each delivered on the target's worker,
+//! and the routes from a sender to that worker — `pending_local` when the
+//! sender drives it, else one of its lanes.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+
+use crate::actor::cell::{take_erased, with_erased, Install, Item, Signal};
+use crate::actor::extension::SpawnInfo;
+use crate::actor::system::{bump, count_external, ActorSystem, Env, Envelope, Local};
+use crate::kernel::pid::Pid;
+use crate::kernel::preempt::NoPreempt;
+use crate::kernel::ring::envelope::Deliver;
+use crate::kernel::runtime::Shared;
+use crate::kernel::stackless::{Driver, Lane, NoCell, OnDriver};
+
+/// A message for an actor whose message type is `M`.
+pub(crate) struct Msg<M>(pub(crate) M);
+
+impl<M: Send + 'static> Deliver<OnDriver> for Msg<M> {
+    fn deliver(self, dest: Pid, driver: &Driver<'_>) -> Result<(), Self> {
+        let Some(local) = Local::of(driver) else { return Ok(()) };
+        let mut msg = Some(self.0);
+        let found =
+            with_erased(driver, dest, |cell| match cell.mailbox().downcast_mut::<VecDeque<Item<M>>>() {
+                Some(mailbox) => {
+                    if let Some(msg) = msg.take() {
+                        mailbox.push_back(Item::Msg(msg));
+                    }
+                    bump(&local.counters.depth, 1);
+                    local.mark_runnable(dest, cell.queued());
+                }
+                None => bump(&local.counters.mismatches, 1),
+            });
+        match (found, msg) {
+            (Err(NoCell::Pending), Some(msg)) => Err(Msg(msg)),
+            (Err(_), Some(_)) => {
+                bump(&local.counters.dropped, 1);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A signal for an actor.
+pub(crate) struct Sig(pub(crate) Signal);
+
+impl Deliver<OnDriver> for Sig {
+    fn deliver(self, dest: Pid, driver: &Driver<'_>) -> Result<(), Self> {
+        let Some(local) = Local::of(driver) else { return Ok(()) };
+        let mut signal = Some(self.0);
+        let found = with_erased(driver, dest, |cell| {
+            if let Some(signal) = signal.take() {
+                cell.push_signal(signal);
+            }
+            bump(&local.counters.depth, 1);
+            local.mark_runnable(dest, cell.queued());
+        });
+        match (found, signal) {
+            (Err(NoCell::Pending), Some(signal)) => Err(Sig(signal)),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Deliver<OnDriver> for Install {
+    fn deliver(self, dest: Pid, driver: &Driver<'_>) -> Result<(), Self> {
+        let Some(local) = Local::of(driver) else { return Ok(()) };
+        // A stop that got there first ended the reservation: the cell is
+        // dropped here (given back by `install`), its actor never started.
+        if driver.install(dest, self.0).is_err() {
+            return Ok(());
+        }
+        bump(&local.counters.actors, 1);
+        // Runnable at once: `on_start` runs in the next run step.
+        let parent = with_erased(driver, dest, |cell| {
+            local.mark_runnable(dest, cell.queued());
+            cell.parent()
+        });
+        let Ok(parent) = parent else { return Ok(()) };
+        crate::kernel::trace::emit(|| crate::kernel::trace::TraceEvent::Spawn {
+            pid: dest,
+            worker: local.worker,
+            parent,
+        });
+        if let Some(extension) = ActorSystem::get(driver.shared()).and_then(ActorSystem::extension) {
+            // Only an extension is told the type: looked up for it alone.
+            let type_name = with_erased(driver, dest, |cell| cell.type_name()).unwrap_or("");
+            extension.on_spawn(&SpawnInfo { pid: dest, worker: local.worker, type_name, parent });
+        }
+        Ok(())
+    }
+}
+
+/// A command run on the worker's driver, in the admin step of its pass.
+pub(crate) struct AdminCmd {
+    command: Box<dyn FnOnce(&Env<'_>) + Send>,
+    /// Whether the command is about its envelope's target: such a command
+    /// is held, like mail, while that actor is reserved but not installed
+    /// (a spawn on the caller's own worker installs at the end of the
+    /// pass), so it is never run against an actor that does not exist yet.
+    targeted: bool,
+}
+
+impl Deliver<OnDriver> for AdminCmd {
+    fn deliver(self, dest: Pid, driver: &Driver<'_>) -> Result<(), Self> {
+        // No actor system on this worker: the command (and the reply
+        // handle it owns) is dropped; an asker sees `NoReply`.
+        let Some(local) = Local::of(driver) else { return Ok(()) };
+        if self.targeted && driver.cell_state(dest) == Err(NoCell::Pending) {
+            // Held with the target's mail; its install releases it.
+            local.hold(Envelope::new(dest, self));
+            return Ok(());
+        }
+        (self.command)(&Env::new(local, driver));
+        // Run outside the busy part of a pass: the plugin's share of this
+        // pass publishes what the command changed, idle or not.
+        local.counters.unpublished.set(true);
+        Ok(())
+    }
+}
+
+/// Why a deposit failed: the target is not a live actor (the envelope
+/// and its payload are dropped).
+pub(crate) struct NoActor;
+
+/// Routes `envelope` to its target's worker: `pending_local` when the
+/// caller drives that worker, else the worker's mail lane (and a wake for
+/// its driver).
+pub(crate) fn deposit(shared: &Shared, envelope: Envelope) -> Result<(), NoActor> {
+    let Some(worker) = shared.stackless_worker(envelope.dest()) else { return Err(NoActor) };
+    deposit_on(shared, worker, envelope);
+    Ok(())
+}
+
+/// Routes `envelope` to `worker`, the worker of its (live) target, with
+/// one look at the calling thread's current worker.
+pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
+    // Preemption off: a push into a RefCell the driver also uses must not
+    // be switched out.
+    let _np = NoPreempt::new();
+    let mut envelope = Some(envelope);
+    let on_a_worker = Local::with_any(shared, |local| {
+        if local.worker == worker {
+            if let Some(envelope) = envelope.take() {
+                local.pending_local.borrow_mut().push(envelope);
+            }
+            bump(&local.counters.local_sends, 1);
+        } else {
+            bump(&local.counters.cross_sends, 1);
+        }
+    });
+    if let Some(envelope) = envelope {
+        if on_a_worker.is_none() {
+            count_external(shared);
+        }
+        shared.push_stackless(worker, Lane::Mail, envelope);
+    }
+}
+
+/// Queues the install of a reserved actor on `worker`: staged locally when
+/// the caller drives that worker, else through its install lane.
+pub(crate) fn route_install(shared: &Shared, worker: usize, envelope: Envelope) {
+    ActorSystem::of(shared);
+    let _np = NoPreempt::new();
+    let mut envelope = Some(envelope);
+    Local::with_current(shared, worker, |local| {
+        if let Some(envelope) = envelope.take() {
+            local.local_spawns.borrow_mut().push_back(envelope);
+        }
+    });
+    if let Some(envelope) = envelope {
+        shared.push_stackless(worker, Lane::Install, envelope);
+    }
+}
+
+/// Queues `command` on `worker`'s admin lane. With a `target`, the
+/// command waits for that actor's install if it is not installed yet, in
+/// order with the target's mail.
+pub(crate) fn route_admin(
+    shared: &Shared,
+    worker: usize,
+    target: Option<Pid>,
+    command: Box<dyn FnOnce(&Env<'_>) + Send>,
+) {
+    ActorSystem::of(shared);
+    let dest = target.unwrap_or(Pid::from_parts(0, 0));
+    shared.push_stackless(
+        worker,
+        Lane::Admin,
+        Envelope::new(dest, AdminCmd { command, targeted: target.is_some() }),
+    );
+}
+
+/// Delivers `envelope`, or holds it while its target is reserved but not
+/// installed yet. A delivery that installs an actor releases the mail held
+/// for it, in arrival order, before anything else can reach it: each
+/// envelope is looked at once, whatever the number of pending targets.
+pub(crate) fn deliver_or_hold(envelope: Envelope, local: &Local, driver: &Driver<'_>) {
+    let dest = envelope.dest();
+    match envelope.deliver(driver) {
+        Err(envelope) => local.hold(envelope),
+        Ok(()) => {
+            let waiting = {
+                let mut held = local.held.borrow_mut();
+                if held.is_empty() {
+                    return;
+                }
+                held.remove(&dest)
+            };
+            for envelope in waiting.into_iter().flatten() {
+                // Installed now, so each one is delivered (or dropped and
+                // counted if the actor is already gone).
+                deliver_or_hold(envelope, local, driver);
+            }
+        }
+    }
+}
+
+/// Ends actor `pid`: its cell leaves the slot, what is left in its
+/// mailbox is dropped and counted, and the kernel finalizes its pid.
+pub(crate) fn end(env: &Env<'_>, pid: Pid, reason: crate::kernel::exit::ExitReason, graceful: bool) {
+    let local = env.local;
+    if let Some(extension) = ActorSystem::of(env.shared).extension() {
+        extension.on_actor_death(pid, &reason);
+    }
+    if let Some(mut cell) = take_erased(env.driver, pid) {
+        let dropped = cell.clear();
+        bump(&local.counters.dropped, dropped as u64);
+        crate::actor::system::shrink(&local.counters.depth, dropped as u64);
+        // The actor's own destructor may panic: it dies alone.
+        let mut cell = Some(cell);
+        let _ = (env.shared.hooks.catch_panic)(&mut || drop(cell.take()));
+    }
+    local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
+    if graceful {
+        bump(&local.counters.stopped, 1);
+    }
+    if !env.driver.end(pid, reason.clone()) {
+        local.ending.borrow_mut().push((pid, reason));
+    }
+}
