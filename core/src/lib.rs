@@ -51,8 +51,11 @@ pub use kernel::process::{
 pub use kernel::runtime::{Admin, BuildError, Drivers, Runtime, RuntimeParts};
 pub use kernel::single::SingleThreadRuntime;
 pub use kernel::time::Instant;
+pub use kernel::wait::Waiter;
 pub use kernel::worker::{abandon_current, StatsSnapshot, Worker};
-pub use otp::gen_server::{CallError, GenServer, Server, ServerCtx, ServerRef, TerminateReason, Watcher};
+pub use otp::gen_server::{
+    CallError, GenServer, Server, ServerCtx, ServerLookupError, ServerRef, TerminateReason, Watcher,
+};
 pub use otp::link::{exit, link, trap_exit, unlink, ExitSignal};
 pub use otp::monitor::{demonitor, monitor, Down, Monitor, MonitorId};
 pub use otp::registry::{name_of, register, unregister, whereis, RegisterError};
@@ -63,7 +66,7 @@ pub use otp::supervisor::{
 pub use sync::block_on::{block_on, CannotBlock};
 pub use sync::channel::{
     bounded, channel, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
-    SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+    SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError, WeakSender,
 };
 pub use sync::mutex::{LockError, Mutex, MutexGuard};
 pub use sync::select::{select, select_timeout, Never, Select};

@@ -173,12 +173,12 @@ pub use smarm_core::{
     bounded, demonitor, exit, name_of, select_timeout, unlink, unregister, CannotBlock, Down, ExitSignal,
     IntoIter, Iter, LockError, Monitor, MonitorId, MutexGuard, Never, Receiver, RecvError, RecvTimeoutError,
     RegisterError, Select, Selectable, SendError, SendTimeoutError, Sender, TryIter, TryRecvError,
-    TrySendError,
+    TrySendError, Waiter, WeakSender,
 };
 pub use smarm_core::{ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx};
 pub use smarm_core::{
-    CallError, Child, ChildInfo, ChildSpec, Restart, Server, ServerCtx, ServerRef, Shutdown, StartError,
-    Strategy, SupervisorError, SupervisorRef, TerminateReason, Watcher,
+    CallError, Child, ChildInfo, ChildSpec, Restart, Server, ServerCtx, ServerLookupError, Shutdown,
+    StartError, Strategy, SupervisorError, SupervisorRef, TerminateReason, Watcher,
 };
 // The entry points, each with an example (shown on the item's page above
 // its own documentation).
@@ -480,6 +480,40 @@ pub use smarm_core::Supervisor;
 /// ```
 #[doc(inline)]
 pub use smarm_core::GenServer;
+
+/// A handle to a running gen_server; [`ServerRef::whereis`] finds a registered one by name, restarted or not.
+///
+/// ```
+/// use smarm::{ChildSpec, GenServer, Server, ServerRef, Supervisor};
+///
+/// struct Counter(u64);
+/// impl GenServer for Counter {
+///     type Call = ();
+///     type Reply = u64;
+///     type Cast = ();
+///     type Info = ();
+///     fn handle_call(&mut self, (): ()) -> u64 {
+///         self.0 += 1;
+///         self.0
+///     }
+///     fn handle_cast(&mut self, (): ()) {}
+/// }
+///
+/// let counts = smarm::run(|| {
+///     // Supervised and registered: each (re)start registers the new server.
+///     let sup = Supervisor::new()
+///         .child(ChildSpec::new("counter", || Server::new(Counter(0)).start_registered("counter")))
+///         .start()
+///         .unwrap();
+///     let counter = ServerRef::<Counter>::whereis("counter").unwrap();
+///     let first = (counter.call(()).unwrap(), counter.call(()).unwrap());
+///     sup.stop().unwrap();
+///     first
+/// });
+/// assert_eq!(counts, (1, 2));
+/// ```
+#[doc(inline)]
+pub use smarm_core::ServerRef;
 
 /// A value local to each process, that travels with it across threads (see [`local!`]).
 ///

@@ -232,3 +232,63 @@ fn a_handler_polls_once_and_hands_the_future_back() {
     assert_eq!(got, (Some(9), true));
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
+
+/// An async receive built on the public pieces: `Selectable::register`
+/// with a task's `Waiter`. Driven by `block_on` in a process and on a
+/// plain thread, fed by a process that sleeps between sends; every message
+/// in comes out, in order.
+struct AsyncRecv<'a>(&'a smarm::Receiver<u32>);
+
+impl Future for AsyncRecv<'_> {
+    type Output = Option<u32>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<u32>> {
+        use smarm::Selectable;
+        loop {
+            match self.0.try_recv() {
+                Ok(v) => return Poll::Ready(Some(v)),
+                Err(smarm::TryRecvError::Disconnected) => return Poll::Ready(None),
+                Err(smarm::TryRecvError::Empty) => {
+                    // `true`: it became ready meanwhile; look again.
+                    if !self.0.register(&smarm::Waiter::from_task(cx.waker())) {
+                        return Poll::Pending;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn async_recv(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let (tx, rx) = smarm::channel::<u32>();
+        let (thread_tx, thread_rx) = smarm::channel::<u32>();
+        let feeder = smarm::spawn_on(next_worker(workers), move || {
+            for i in 0..50 {
+                tx.send(i).unwrap();
+                thread_tx.send(i).unwrap();
+                if i % 5 == 0 {
+                    smarm::sleep(ms(1));
+                }
+            }
+        })
+        .unwrap();
+        let (report_tx, report) = smarm::channel();
+        let on_thread = thread::spawn(move || {
+            let mut got = Vec::new();
+            while let Some(v) = smarm::block_on(AsyncRecv(&thread_rx)).unwrap() {
+                got.push(v);
+            }
+            report_tx.send(got).unwrap();
+        });
+        let mut got = Vec::new();
+        while let Some(v) = smarm::block_on(AsyncRecv(&rx)).unwrap() {
+            got.push(v);
+        }
+        feeder.join().unwrap();
+        assert_eq!(got, (0..50).collect::<Vec<_>>());
+        assert_eq!(report.recv().unwrap(), (0..50).collect::<Vec<_>>());
+        on_thread.join().unwrap();
+    });
+}
+drive_tests!(async_recv => an_async_recv_on_a_channel_1, an_async_recv_on_a_channel_4, an_async_recv_on_a_channel_engine);

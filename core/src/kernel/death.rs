@@ -30,6 +30,7 @@ impl Shared {
                 Joiner::Thread(wait) => {
                     wait.wake();
                 }
+                Joiner::Task(waker) => waker.wake(),
             }
         }
     }

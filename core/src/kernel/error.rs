@@ -131,7 +131,7 @@ impl From<ExitReason> for JoinError {
 ///
 /// Every blocking call of smarm — a channel's `recv` and full or
 /// rendezvous `send`, `select`, the mutex, `join`, a monitor's `Down`, a
-/// gen_server `call`, [`block_on`](crate::block_on) — parks the calling
+/// gen_server `call`, `block_on` — parks the calling
 /// process, and on a plain OS thread (`main`, a thread of your own) blocks
 /// the thread, with timed variants honouring their deadline either way.
 /// Waiting has no meaning, and these calls return `NotInProcess` (the

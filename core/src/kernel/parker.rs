@@ -22,6 +22,15 @@ const RETIRED: u32 = 2;
 
 /// One wait of one plain thread; shared (in an `Arc`) between the thread
 /// and every place it registered with.
+/// How long `park` looks for a wake before it sleeps: about the time a
+/// process on another core takes to answer, far less than a sleep and
+/// its wake-up cost on a loaded machine.
+#[cfg(not(loom))]
+const SPIN_FOR: Nanos = 10_000;
+/// Looks between two clock reads while spinning.
+#[cfg(not(loom))]
+const LOOKS_PER_CLOCK_READ: u32 = 32;
+
 #[derive(Debug)]
 pub(crate) struct ThreadWait {
     state: AtomicU32,
@@ -67,9 +76,37 @@ impl ThreadWait {
         let _ = self.state.compare_exchange(WAITING, RETIRED, Ordering::AcqRel, Ordering::Acquire);
     }
 
+    /// Looks for a wake for up to [`SPIN_FOR`] (or the deadline, if
+    /// sooner), reading the clock every few looks. Whether one landed.
+    #[cfg(not(loom))]
+    fn spin_until_woken(&self, deadline: Option<Nanos>) -> bool {
+        let start = self.now();
+        let until =
+            deadline.map_or(start.saturating_add(SPIN_FOR), |d| d.min(start.saturating_add(SPIN_FOR)));
+        loop {
+            for _ in 0..LOOKS_PER_CLOCK_READ {
+                if self.state.load(Ordering::Acquire) == WOKEN {
+                    return true;
+                }
+                core::hint::spin_loop();
+            }
+            if self.now() >= until {
+                return false;
+            }
+        }
+    }
+
     /// Sleeps until a wake lands or `deadline` (on [`now`](Self::now))
     /// passes; the wait is over either way. Returns whether a wake landed.
     pub(crate) fn park(&self, deadline: Option<Nanos>) -> bool {
+        // A reply often comes within a few microseconds (a process on
+        // another core answering): look for it briefly before paying for
+        // a sleep and the waker's syscall to end it. (Not under loom,
+        // whose models explore the sleep itself.)
+        #[cfg(not(loom))]
+        if self.spin_until_woken(deadline) {
+            return true;
+        }
         loop {
             // Acquire pairs with the waker's AcqRel.
             if self.state.load(Ordering::Acquire) == WOKEN {

@@ -80,6 +80,7 @@ impl Default for SlotBody {
 pub(crate) enum Joiner {
     Process(Pid, u32),
     Thread(Arc<ThreadWait>),
+    Task(core::task::Waker),
 }
 
 /// Cold per-slot state, under the slot's leaf lock.

@@ -39,6 +39,9 @@ pub struct Waiter(Kind);
 enum Kind {
     Process(Waker),
     Thread(Arc<ThreadWait>),
+    /// An async task's waker: a wake calls it (a task re-polls and looks
+    /// again, so "landed" means only "delivered").
+    Task(core::task::Waker),
 }
 
 impl fmt::Debug for Waiter {
@@ -46,6 +49,7 @@ impl fmt::Debug for Waiter {
         match &self.0 {
             Kind::Process(waker) => f.debug_tuple("Waiter").field(waker).finish(),
             Kind::Thread(_) => f.write_str("Waiter(thread)"),
+            Kind::Task(_) => f.write_str("Waiter(task)"),
         }
     }
 }
@@ -57,6 +61,10 @@ impl Waiter {
         match &self.0 {
             Kind::Process(waker) => waker.wake(),
             Kind::Thread(wait) => wait.wake(),
+            Kind::Task(waker) => {
+                waker.wake_by_ref();
+                true
+            }
         }
     }
 
@@ -64,7 +72,7 @@ impl Waiter {
     pub fn pid(&self) -> Option<Pid> {
         match &self.0 {
             Kind::Process(waker) => Some(waker.pid()),
-            Kind::Thread(_) => None,
+            Kind::Thread(_) | Kind::Task(_) => None,
         }
     }
 
@@ -75,6 +83,7 @@ impl Waiter {
                 a.pid() == b.pid() && a.epoch() == b.epoch() && a.same_runtime(b)
             }
             (Kind::Thread(a), Kind::Thread(b)) => Arc::ptr_eq(a, b),
+            (Kind::Task(a), Kind::Task(b)) => a.will_wake(b),
             _ => false,
         }
     }
@@ -84,6 +93,7 @@ impl Waiter {
         match &self.0 {
             Kind::Process(waker) => Joiner::Process(waker.pid(), waker.epoch()),
             Kind::Thread(wait) => Joiner::Thread(wait.clone()),
+            Kind::Task(waker) => Joiner::Task(waker.clone()),
         }
     }
 
@@ -91,9 +101,22 @@ impl Waiter {
     pub fn as_process(&self) -> Option<&Waker> {
         match &self.0 {
             Kind::Process(waker) => Some(waker),
-            Kind::Thread(_) => None,
+            Kind::Thread(_) | Kind::Task(_) => None,
         }
     }
+
+    /// A registration that wakes an async task: what a future's `poll`
+    /// leaves wherever a wake can come from (a socket's readiness, a
+    /// channel), in place of a process's or a thread's wait.
+    pub fn from_task(waker: &core::task::Waker) -> Waiter {
+        Waiter(Kind::Task(waker.clone()))
+    }
+}
+
+/// Whose wait a [`Wait`] is.
+enum Own {
+    Process(Waker),
+    Thread(Arc<ThreadWait>),
 }
 
 /// An open wait of the calling process or thread. Opened before any lock
@@ -101,7 +124,7 @@ impl Waiter {
 /// (dropping it retires it too, quietly).
 #[must_use = "a wait is ended by park or retire"]
 pub struct Wait {
-    kind: Kind,
+    kind: Own,
     /// A thread's deadline (a process's is a timer on its worker).
     deadline: Option<Instant>,
     open: bool,
@@ -120,38 +143,41 @@ impl Wait {
     /// it is an observation point for `request_stop`.
     pub fn begin() -> Result<Wait, NotInProcess> {
         if let Ok(waker) = process::begin_wait() {
-            return Ok(Wait { kind: Kind::Process(waker), deadline: None, open: true });
+            return Ok(Wait { kind: Own::Process(waker), deadline: None, open: true });
         }
         if current::registered().is_some() {
             return Err(NotInProcess);
         }
         let wait = ThreadWait::new().ok_or(NotInProcess)?;
-        Ok(Wait { kind: Kind::Thread(Arc::new(wait)), deadline: None, open: true })
+        Ok(Wait { kind: Own::Thread(Arc::new(wait)), deadline: None, open: true })
     }
 
     /// A thread's wait parking through `hooks`, for loom models.
     #[cfg(loom)]
     pub(crate) fn on_thread(hooks: &'static crate::kernel::host::ThreadHooks) -> Wait {
-        Wait { kind: Kind::Thread(Arc::new(ThreadWait::with_hooks(hooks))), deadline: None, open: true }
+        Wait { kind: Own::Thread(Arc::new(ThreadWait::with_hooks(hooks))), deadline: None, open: true }
     }
 
     /// A registration for this wait, to leave wherever a wake can come
     /// from.
     pub fn waiter(&self) -> Waiter {
-        Waiter(self.kind.clone())
+        Waiter(match &self.kind {
+            Own::Process(waker) => Kind::Process(waker.clone()),
+            Own::Thread(wait) => Kind::Thread(wait.clone()),
+        })
     }
 
     /// Whether the caller is a process (it parks) rather than a plain
     /// thread (it sleeps).
     pub fn in_process(&self) -> bool {
-        matches!(self.kind, Kind::Process(_))
+        matches!(self.kind, Own::Process(_))
     }
 
     /// Now, on the clock deadlines are on.
     pub fn now(&self) -> Instant {
         match &self.kind {
-            Kind::Process(_) => process::now().unwrap_or(Instant::from_nanos(0)),
-            Kind::Thread(wait) => Instant::from_nanos(wait.now()),
+            Own::Process(_) => process::now().unwrap_or(Instant::from_nanos(0)),
+            Own::Thread(wait) => Instant::from_nanos(wait.now()),
         }
     }
 
@@ -165,10 +191,10 @@ impl Wait {
     /// ends another way.
     pub fn wake_at(&mut self, deadline: Instant) {
         match &self.kind {
-            Kind::Process(waker) => {
+            Own::Process(waker) => {
                 let _ = process::wake_at(waker, deadline);
             }
-            Kind::Thread(_) => self.deadline = Some(deadline),
+            Own::Thread(_) => self.deadline = Some(deadline),
         }
     }
 
@@ -179,8 +205,8 @@ impl Wait {
     pub fn park(mut self) {
         self.open = false;
         match &self.kind {
-            Kind::Process(_) => process::park(),
-            Kind::Thread(wait) => {
+            Own::Process(_) => process::park(),
+            Own::Thread(wait) => {
                 let _ = wait.park(self.deadline.map(Instant::as_nanos));
             }
         }
@@ -192,8 +218,8 @@ impl Wait {
     pub fn retire(mut self) {
         self.open = false;
         match &self.kind {
-            Kind::Process(_) => process::retire_wait(),
-            Kind::Thread(wait) => wait.retire(),
+            Own::Process(_) => process::retire_wait(),
+            Own::Thread(wait) => wait.retire(),
         }
     }
 }
@@ -204,8 +230,8 @@ impl Drop for Wait {
             // Not ended (an early return, or an unwind): retire without
             // observing a stop, which could raise inside an unwind.
             match &self.kind {
-                Kind::Process(_) => process::retire_wait_quietly(),
-                Kind::Thread(wait) => wait.retire(),
+                Own::Process(_) => process::retire_wait_quietly(),
+                Own::Thread(wait) => wait.retire(),
             }
         }
     }

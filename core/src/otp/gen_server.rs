@@ -32,18 +32,25 @@
 //! still handled; the late reply's send fails harmlessly.
 #![deny(unsafe_code)]
 
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::any::Any;
 use core::fmt;
 use core::time::Duration;
 
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
+use crate::kernel::runtime::{Runtime, Shared};
+use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::wait;
 use crate::otp::monitor::{self, Down, Monitor, MonitorId};
-use crate::otp::supervisor::{self, Child, Shutdown, StartError, SupervisorError, SupervisorRef};
+use crate::otp::supervisor::{self, Child, ChildSpec, Shutdown, StartError, SupervisorError, SupervisorRef};
 use crate::sync::channel::{
-    channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError,
+    channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError, WeakSender,
 };
 use crate::sync::select::Select;
 
@@ -247,7 +254,36 @@ impl<G: GenServer> Server<G> {
             Some(worker) => crate::kernel::join::spawn_on(worker, body),
             None => crate::kernel::join::spawn(body),
         }?;
+        if let Some(runtime) = process::current_runtime() {
+            // Listed for `whereis`. A server that already ended (and so
+            // could not unlist itself) is unlisted here.
+            let servers = runtime.shared.servers();
+            servers.insert(handle.pid(), &inbox_tx);
+            if !runtime.is_alive(handle.pid()) {
+                servers.remove(handle.pid());
+            }
+        }
         Ok(ServerRef { pid: handle.pid(), inbox: inbox_tx })
+    }
+
+    /// [`start`](Self::start), then registers the server under `name`
+    /// (see [`register`](crate::otp::registry::register)), so that
+    /// [`ServerRef::whereis`] finds it — a restarted one too, when a
+    /// supervisor's start function calls this. The name is bound before
+    /// this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::Spawn`] if the server could not be spawned;
+    /// [`StartError::Name`] if the name is taken (the server is stopped,
+    /// `terminate` included, before this returns).
+    pub fn start_registered(self, name: &str) -> Result<ServerRef<G>, StartError> {
+        let server = self.start()?;
+        if let Err(e) = crate::otp::registry::register(name, server.pid) {
+            let _ = server.stop();
+            return Err(StartError::Name(e));
+        }
+        Ok(server)
     }
 
     /// Starts the server as a child named `name` of `supervisor`, which
@@ -263,6 +299,86 @@ impl<G: GenServer> Server<G> {
         supervisor::start_once(supervisor, name, Shutdown::default(), move || {
             self.start().map_err(StartError::from)
         })
+    }
+}
+
+impl ChildSpec {
+    /// A `Permanent` child that is a gen_server, built afresh by `factory`
+    /// at every (re)start and started with [`Server::start`] — no `Result`
+    /// to spell out. For one that restarts under a registered name, use
+    /// `ChildSpec::new(name, || Server::new(..).start_registered(name))`.
+    pub fn server<G, F>(name: impl Into<String>, mut factory: F) -> ChildSpec
+    where
+        G: GenServer,
+        F: FnMut() -> Server<G> + Send + 'static,
+    {
+        ChildSpec::new(name, move || factory().start())
+    }
+}
+
+/// Why [`ServerRef::whereis`] found no server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerLookupError {
+    /// No live process is registered under the name.
+    NotRegistered,
+    /// The name's holder is not a running server of the type asked for.
+    NotAServer(Pid),
+    /// Called outside a process: use [`ServerRef::lookup`] with a runtime.
+    NotInProcess,
+}
+
+impl fmt::Display for ServerLookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerLookupError::NotRegistered => f.write_str("no live process is registered under that name"),
+            ServerLookupError::NotAServer(pid) => {
+                write!(f, "{pid} is not a running server of the type asked for")
+            }
+            ServerLookupError::NotInProcess => {
+                f.write_str("whereis called outside a process: use ServerRef::lookup with a runtime")
+            }
+        }
+    }
+}
+impl core::error::Error for ServerLookupError {}
+
+/// The runtime's running servers' inboxes, by pid, held weakly (so the
+/// directory never keeps a server alive) and type-erased (the lookup
+/// names the type). An entry goes when its server ends, or, if it ended
+/// first, at the next insert that finds it dead.
+struct Directory(RuntimeMutex<BTreeMap<Pid, Box<dyn Any + Send>>>);
+
+impl Shared {
+    fn servers(&self) -> Arc<Directory> {
+        self.extension(|| Directory(RuntimeMutex::leaf(BTreeMap::new())))
+    }
+}
+
+impl Directory {
+    fn insert<M: Send + 'static>(&self, pid: Pid, inbox: &Sender<M>) {
+        self.0.lock().insert(pid, Box::new(inbox.downgrade()));
+    }
+
+    fn remove(&self, pid: Pid) {
+        let gone = self.0.lock().remove(&pid);
+        // Dropped outside the lock.
+        drop(gone);
+    }
+
+    fn find<M: Send + 'static>(&self, pid: Pid) -> Option<Sender<M>> {
+        let weak = self.0.lock().get(&pid)?.downcast_ref::<WeakSender<M>>()?.clone();
+        weak.upgrade()
+    }
+}
+
+/// Removes the server's directory entry however it ends.
+struct Unlisted(Option<(Arc<Directory>, Pid)>);
+
+impl Drop for Unlisted {
+    fn drop(&mut self) {
+        if let Some((directory, pid)) = self.0.take() {
+            directory.remove(pid);
+        }
     }
 }
 
@@ -290,6 +406,32 @@ impl<G: GenServer> ServerRef<G> {
     /// The server's pid.
     pub fn pid(&self) -> Pid {
         self.pid
+    }
+
+    /// The server registered under `name` in the calling process's
+    /// runtime, as a typed reference (see
+    /// [`Server::start_registered`]). After a supervisor restarts a
+    /// registered server, this finds the new one.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerLookupError::NotRegistered`] if no live process holds the name;
+    /// [`ServerLookupError::NotAServer`] if its holder is not a running server of
+    /// type `G` (another kind of process, or a server of another type, or
+    /// one no reference keeps alive any more); [`ServerLookupError::NotInProcess`]
+    /// outside a process (use [`lookup`](Self::lookup) with a runtime
+    /// handle).
+    pub fn whereis(name: &str) -> Result<ServerRef<G>, ServerLookupError> {
+        let runtime = process::current_runtime().ok_or(ServerLookupError::NotInProcess)?;
+        Self::lookup(&runtime, name)
+    }
+
+    /// [`whereis`](Self::whereis) in `runtime`, from anywhere.
+    pub fn lookup(runtime: &Runtime, name: &str) -> Result<ServerRef<G>, ServerLookupError> {
+        let pid = runtime.whereis(name).ok_or(ServerLookupError::NotRegistered)?;
+        let inbox =
+            runtime.shared.servers().find::<Envelope<G>>(pid).ok_or(ServerLookupError::NotAServer(pid))?;
+        Ok(ServerRef { pid, inbox })
     }
 
     /// Sends `request` and returns the reply; the caller parks meanwhile (a
@@ -373,6 +515,7 @@ impl<G: GenServer> Drop for Terminate<G> {
 /// The server process's body.
 fn serve<G: GenServer>(state: G, inbox: Receiver<Envelope<G>>, infos: Vec<Receiver<G::Info>>) {
     let Some(pid) = process::self_pid() else { return };
+    let _unlisted = Unlisted(process::current_runtime().map(|runtime| (runtime.shared.servers(), pid)));
     let (control_tx, control) = channel::<Monitor>();
     let ctx = ServerCtx { pid, watcher: Watcher { server: pid, control: control_tx } };
     // Declared after `ctx` and the receivers, so dropped before them:

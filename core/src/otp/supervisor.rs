@@ -112,6 +112,7 @@ use crate::kernel::trace::{self, TraceEvent};
 use crate::kernel::wait;
 use crate::otp::link::{self, ExitSignal};
 use crate::otp::monitor::{self, Monitor};
+use crate::otp::registry::RegisterError;
 use crate::sync::channel::{channel, Receiver, RecvTimeoutError, Selectable, Sender, TryRecvError};
 use crate::sync::select::{Never, Select};
 
@@ -249,12 +250,16 @@ pub enum StartError {
     /// The start function refused, with its reason (a resource it needs is
     /// not there yet, say). The supervisor retries like any failed start.
     Failed(String),
+    /// The child could not be registered under its name
+    /// ([`Server::start_registered`](crate::otp::gen_server::Server::start_registered)).
+    Name(RegisterError),
 }
 
 impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StartError::Failed(reason) => write!(f, "the start function failed: {reason}"),
+            StartError::Name(e) => write!(f, "the child could not take its name: {e}"),
             StartError::Spawn(e) => write!(f, "{e}"),
             StartError::Supervisor(e) => write!(f, "child supervisor failed to start: {e}"),
             StartError::AlreadyStarted => f.write_str(

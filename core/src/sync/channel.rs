@@ -37,7 +37,7 @@
 //! offer exists at a time (handing one clears `receiving`).
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use core::fmt;
 use core::time::Duration;
 
@@ -724,6 +724,60 @@ impl<T> Drop for WithdrawOnUnwind<'_, T> {
 fn smarm_arch_spin() {
     use smarm_arch::Arch;
     smarm_arch::Native::spin_hint();
+}
+
+/// A sender that does not keep the channel open: the channel disconnects
+/// once the last [`Sender`] is gone, weak ones or not. [`upgrade`] gives a
+/// `Sender` back while a strong one is still alive. Made by
+/// [`Sender::downgrade`]; useful for directories and caches that must not
+/// keep a receiver waiting forever.
+///
+/// [`upgrade`]: WeakSender::upgrade
+///
+/// ```
+/// # use smarm_core as smarm;
+/// let (tx, rx) = smarm::channel::<u32>();
+/// let weak = tx.downgrade();
+/// weak.upgrade().expect("a sender is alive").send(1).unwrap();
+/// drop(tx);
+/// assert!(weak.upgrade().is_none());
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// assert_eq!(rx.try_recv(), Err(smarm::TryRecvError::Disconnected));
+/// ```
+pub struct WeakSender<T> {
+    chan: Weak<Chan<T>>,
+}
+
+impl<T> Sender<T> {
+    /// A [`WeakSender`] of this channel, which does not keep it open.
+    pub fn downgrade(&self) -> WeakSender<T> {
+        WeakSender { chan: Arc::downgrade(&self.chan) }
+    }
+}
+
+impl<T> WeakSender<T> {
+    /// A `Sender` of the channel, if a `Sender` of it is still alive. Once
+    /// the last one has dropped the channel stays disconnected, and this
+    /// is `None` for good.
+    pub fn upgrade(&self) -> Option<Sender<T>> {
+        let chan = self.chan.upgrade()?;
+        // Never from zero: the last sender's drop has disconnected the
+        // channel (and woken its receiver), for good.
+        chan.senders.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n > 0).then(|| n + 1)).ok()?;
+        Some(Sender { chan })
+    }
+}
+
+impl<T> Clone for WeakSender<T> {
+    fn clone(&self) -> Self {
+        WeakSender { chan: self.chan.clone() }
+    }
+}
+
+impl<T> fmt::Debug for WeakSender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakSender").finish_non_exhaustive()
+    }
 }
 
 impl<T> Clone for Sender<T> {
