@@ -216,7 +216,7 @@ impl Runtime {
     /// admin queue (never behind a message backlog). `None` in the reply:
     /// it has ended.
     pub fn inspect(&self, pid: Pid) -> Ask<Option<ActorInfo>> {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         match self.shared.stackless_worker(pid) {
             Some(worker) => route_admin(
                 &self.shared,
@@ -259,7 +259,7 @@ impl Runtime {
     }
 
     fn set_suspended(&self, pid: Pid, on: bool) -> Ask<bool> {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         match self.shared.stackless_worker(pid) {
             Some(worker) => route_admin(
                 &self.shared,
@@ -285,7 +285,7 @@ impl Runtime {
         R: Send + 'static,
         F: FnOnce(&mut A) -> R + Send + 'static,
     {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         let pid = addr.pid();
         match self.shared.stackless_worker(pid) {
             Some(worker) => route_admin(
@@ -330,7 +330,7 @@ impl Runtime {
         T: Send + 'static + Ord,
         F: Fn(&Env<'_>) -> Vec<T> + Send + Sync + 'static,
     {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         let workers = self.worker_count();
         let gather = Arc::new(RuntimeMutex::leaf((Vec::new(), workers, Some(reply))));
         let each = Arc::new(each);
