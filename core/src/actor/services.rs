@@ -21,6 +21,7 @@ use crate::actor::inbox::{ask_detached, ask_with, new_inbox, Ask, Inbox, ReplyTo
 use crate::actor::route::{end, route_admin};
 use crate::actor::system::{bump, ActorStats, ActorSystem, Env};
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current;
 use crate::kernel::error::NoProc;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -485,8 +486,9 @@ fn processes(env: &Env<'_>, runtime: &Runtime) -> Vec<ProcessInfo> {
 
 /// Ends actor `pid` now (admin stop), ahead of its mail.
 fn stop_now(env: &Env<'_>, pid: Pid, reason: ExitReason) {
-    let panic =
-        with_erased(env.driver, pid, |cell| (env.shared.hooks.catch_panic)(&mut || cell.stop(env, &reason)));
+    let panic = with_erased(env.driver, pid, |cell| {
+        current::as_handler(pid, || (env.shared.hooks.catch_panic)(&mut || cell.stop(env, &reason)))
+    });
     match panic {
         Ok(Some(message)) => {
             bump(&env.local.counters.panics, 1);
@@ -513,7 +515,7 @@ fn set_suspended(env: &Env<'_>, pid: Pid, on: bool) -> bool {
 fn with_actor<R>(env: &Env<'_>, pid: Pid, f: &mut dyn FnMut(&mut dyn Any) -> Option<R>) -> Option<R> {
     let mut result = None;
     let panic = with_erased(env.driver, pid, |cell| {
-        (env.shared.hooks.catch_panic)(&mut || result = f(cell.actor_any()))
+        current::as_handler(pid, || (env.shared.hooks.catch_panic)(&mut || result = f(cell.actor_any())))
     })
     .ok()?;
     if let Some(message) = panic {
