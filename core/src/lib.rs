@@ -38,6 +38,7 @@ pub use actor::{
     spawn_actor, Actor, ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx,
 };
 pub use kernel::config::{Config, ConfigError, MAX_ACTORS, MAX_WORKERS, MIN_BARE_STACK_SIZE};
+pub use kernel::current::handling_actor;
 pub use kernel::error::{JoinError, NoProc, NotInProcess, SpawnError};
 pub use kernel::exit::ExitReason;
 pub use kernel::host::HostHooks;

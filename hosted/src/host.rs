@@ -75,10 +75,13 @@ pub(crate) fn install_panic_hook() {
     INSTALLED.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
+            // One format for both kinds of actor: kind, pid, worker; the
+            // previous hook then prints the message and the location.
+            let worker = || smarm_core::current_worker().map_or(String::new(), |w| format!(" on worker {w}"));
             if let Some(pid) = smarm_core::self_pid() {
-                let worker =
-                    smarm_core::current_worker().map_or(String::new(), |w| format!(" on worker {w}"));
-                eprintln!("smarm: process {pid}{worker} panicked:");
+                eprintln!("smarm: process {pid}{} panicked:", worker());
+            } else if let Some(pid) = smarm_core::handling_actor() {
+                eprintln!("smarm: handler actor {pid}{} panicked:", worker());
             }
             previous(info);
         }));

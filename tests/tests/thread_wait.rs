@@ -349,3 +349,72 @@ fn engine_shutdown_releases_threads_in_recv_and_join() {
     assert_eq!(reader.join().unwrap(), Err(RecvError::Disconnected));
     assert_eq!(joiner.join().unwrap(), Err(JoinError::Exited(ExitReason::Stopped)));
 }
+
+/// A handler actor that answers asks and feeds an inbox.
+struct Replier {
+    to: smarm::InboxAddr<u32>,
+}
+
+enum R {
+    Ask(u32, smarm::ReplyTo<u32>),
+    /// Sends this many numbers to the inbox.
+    Feed(u32),
+    /// Takes the reply handle and never answers (keeps it).
+    Sit(smarm::ReplyTo<u32>),
+}
+
+struct Sitter(Vec<smarm::ReplyTo<u32>>, Replier);
+
+impl smarm::Actor for Sitter {
+    type Msg = R;
+    fn handle(&mut self, _: &mut smarm::Ctx<'_, Self>, msg: R) {
+        match msg {
+            R::Ask(n, reply) => {
+                let _ = reply.send(n * 2);
+            }
+            R::Feed(count) => {
+                for i in 0..count {
+                    let _ = self.1.to.send(i);
+                }
+            }
+            R::Sit(reply) => self.0.push(reply),
+        }
+    }
+}
+
+/// A plain thread receives on an inbox an actor feeds, and waits on asks,
+/// with and without timeouts: every message in comes out, a timeout is
+/// `Timeout` and the inbox stays usable.
+fn thread_inbox_and_ask(drive: Drive) {
+    drive.run(|| {
+        let runtime = smarm::current_runtime().unwrap();
+        let inbox = runtime.new_inbox::<u32>();
+        let actor = runtime.spawn_actor(Sitter(Vec::new(), Replier { to: inbox.addr() })).unwrap();
+        let (report_tx, report) = smarm::channel();
+        let thread = {
+            let runtime = runtime.clone();
+            let actor = actor.clone();
+            thread::spawn(move || {
+                // Asks: answered, and one never answered that times out.
+                let answers: Vec<u32> =
+                    (1..=20).map(|n| runtime.ask(&actor, |reply| R::Ask(n, reply)).wait().unwrap()).collect();
+                let timed = runtime.ask(&actor, |reply| R::Ask(5, reply)).wait_timeout(ms(5_000));
+                let sat = runtime.ask(&actor, R::Sit).wait_timeout(ms(20));
+                // The inbox: idle first (times out), then 100 messages.
+                let idle = inbox.recv_timeout(ms(20));
+                actor.send(R::Feed(100)).unwrap();
+                let fed: Vec<u32> = (0..100).map(|_| inbox.recv().unwrap()).collect();
+                report_tx.send((answers, timed, sat, idle, fed)).unwrap();
+            })
+        };
+        let (answers, timed, sat, idle, fed) = report.recv().unwrap();
+        thread.join().unwrap();
+        assert_eq!(answers, (1..=20).map(|n| n * 2).collect::<Vec<_>>());
+        assert_eq!(timed, Ok(10));
+        assert_eq!(sat, Err(smarm::actor::RecvError::Timeout));
+        assert_eq!(idle, Err(smarm::actor::RecvError::Timeout));
+        assert_eq!(fed, (0..100).collect::<Vec<_>>());
+        runtime.stop_actor(actor.pid(), smarm::ExitReason::Normal).unwrap();
+    });
+}
+drive_tests!(thread_inbox_and_ask => a_thread_waits_on_an_inbox_and_asks_1, a_thread_waits_on_an_inbox_and_asks_4, a_thread_waits_on_an_inbox_and_asks_engine);

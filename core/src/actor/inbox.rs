@@ -1,10 +1,11 @@
 //! Receiving from actors outside the actors: [`Inbox`] (an address that
 //! plain code receives on) and [`Ask`] (one reply to one request).
 //!
-//! Both wait the way their caller can: a process parks (its worker runs
-//! others meanwhile), a plain OS thread sleeps on the platform's park
-//! token, async code awaits (they are `Future`s), and a handler — which
-//! must never block its worker — gets [`RecvError::InHandler`] at once.
+//! Both wait the way their caller can, through the one wait every blocking
+//! call of smarm uses: a process parks (its worker runs others meanwhile),
+//! a plain OS thread sleeps, async code awaits (they are `Future`s), and a
+//! handler — which must never block its worker — gets
+//! [`RecvError::InHandler`] at once.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -17,29 +18,19 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use smarm_platform::{Nanos, ParkToken, Platform};
-
 use crate::actor::error::ActorSendError;
 use crate::actor::system::{count_external, Local};
 use crate::kernel::atomic::{AtomicU64, Ordering};
-use crate::kernel::current;
 use crate::kernel::pid::Pid;
-use crate::kernel::process::{self, Waker};
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::slab::DeathHookId;
 use crate::kernel::spin::RuntimeMutex;
-
-/// Who waits on a slot.
-enum Waiter {
-    None,
-    Thread(Arc<ParkToken>),
-    Process(Waker),
-    Task(core::task::Waker),
-}
+use crate::kernel::wait::{self, Wait, Waiter};
 
 struct Inner<M> {
     queue: VecDeque<M>,
-    waiter: Waiter,
+    /// The receiver's wait (a process's, a thread's, or a task's).
+    waiter: Option<Waiter>,
     /// The receiver is gone: sends fail.
     closed: bool,
     /// Live senders that count (an ask's reply handle, an inbox's typed
@@ -55,20 +46,18 @@ struct Inner<M> {
 
 /// One receiver's queue: the heart of both `Inbox` and `Ask`.
 pub(crate) struct Slot<M> {
-    platform: Arc<dyn Platform>,
     /// Why nothing more can arrive once the counted senders are gone.
     orphaned: Disconnected,
     inner: RuntimeMutex<Inner<M>>,
 }
 
 impl<M: Send + 'static> Slot<M> {
-    fn new(platform: Arc<dyn Platform>, senders: Option<usize>, orphaned: Disconnected) -> Arc<Slot<M>> {
+    fn new(senders: Option<usize>, orphaned: Disconnected) -> Arc<Slot<M>> {
         Arc::new(Slot {
-            platform,
             orphaned,
             inner: RuntimeMutex::leaf(Inner {
                 queue: VecDeque::new(),
-                waiter: Waiter::None,
+                waiter: None,
                 closed: false,
                 senders,
                 uncounted: false,
@@ -85,20 +74,16 @@ impl<M: Send + 'static> Slot<M> {
                 return Err(m);
             }
             inner.queue.push_back(m);
-            core::mem::replace(&mut inner.waiter, Waiter::None)
+            inner.waiter.take()
         };
         self.wake(waiter);
         Ok(())
     }
 
-    fn wake(&self, waiter: Waiter) {
-        match waiter {
-            Waiter::None => {}
-            Waiter::Thread(token) => self.platform.unpark(&token),
-            Waiter::Process(waker) => {
-                let _ = waker.wake();
-            }
-            Waiter::Task(waker) => waker.wake(),
+    /// Wakes a taken waiter, outside the lock.
+    fn wake(&self, waiter: Option<Waiter>) {
+        if let Some(waiter) = waiter {
+            waiter.wake();
         }
     }
 
@@ -124,7 +109,7 @@ impl<M: Send + 'static> Slot<M> {
                     if *n > 0 {
                         return;
                     }
-                    core::mem::replace(&mut inner.waiter, Waiter::None)
+                    inner.waiter.take()
                 }
                 _ => return,
             }
@@ -144,7 +129,7 @@ impl<M: Send + 'static> Slot<M> {
         let waiter = {
             let mut inner = self.inner.lock();
             f(&mut inner);
-            core::mem::replace(&mut inner.waiter, Waiter::None)
+            inner.waiter.take()
         };
         self.wake(waiter);
     }
@@ -166,79 +151,43 @@ impl<M: Send + 'static> Slot<M> {
     }
 
     /// Waits until a message, a disconnection, or `timeout`.
-    fn recv(&self, token: &Arc<ParkToken>, timeout: Option<Duration>) -> Result<M, RecvError> {
+    fn recv(&self, timeout: Option<Duration>) -> Result<M, RecvError> {
         match self.poll_now() {
             Ok(m) => return Ok(m),
             Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
             Err(TryRecvError::Empty) => {}
         }
-        if process::self_pid().is_some() {
-            return self.recv_in_process(timeout);
-        }
-        if current::with(|_| ()).is_some() {
-            // On a worker's driver outside any process: a handler (or a
-            // host hook). Blocking here would stall the whole worker.
-            return Err(RecvError::InHandler);
-        }
-        self.recv_on_thread(token, timeout)
-    }
-
-    fn recv_in_process(&self, timeout: Option<Duration>) -> Result<M, RecvError> {
-        let deadline = match (timeout, process::now()) {
-            (Some(t), Some(now)) => Some(now + t),
-            _ => None,
-        };
+        // On a worker's driver outside any process (a handler, a host
+        // hook) nothing may sleep: it would stall the whole worker.
+        let now = wait::now().ok_or(RecvError::InHandler)?;
+        let deadline = timeout.map(|t| now + t);
         loop {
-            let waker = process::begin_wait().map_err(|_| RecvError::InHandler)?;
+            let mut wait = Wait::begin().map_err(|_| RecvError::InHandler)?;
             if let Some(deadline) = deadline {
-                if process::now().is_some_and(|now| now >= deadline) {
-                    process::retire_wait();
+                if wait.expired(Some(deadline)) {
+                    wait.retire();
                     return self.poll_now().map_err(RecvError::after_timeout);
                 }
-                let _ = process::wake_at(&waker, deadline);
+                wait.wake_at(deadline);
             }
-            {
+            let ready = {
                 let mut inner = self.inner.lock();
                 let ready = !inner.queue.is_empty() || inner.target_died || inner.senders == Some(0);
                 if !ready {
-                    inner.waiter = Waiter::Process(waker);
+                    inner.waiter = Some(wait.waiter());
                 }
-                drop(inner);
-                if ready {
-                    process::retire_wait();
-                    return self.poll_now().map_err(RecvError::after_timeout);
-                }
+                ready
+            };
+            if ready {
+                wait.retire();
+                return self.poll_now().map_err(RecvError::after_timeout);
             }
-            process::park();
+            wait.park();
             match self.poll_now() {
                 Ok(m) => return Ok(m),
                 Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
                 Err(TryRecvError::Empty) => {}
             }
-        }
-    }
-
-    fn recv_on_thread(&self, token: &Arc<ParkToken>, timeout: Option<Duration>) -> Result<M, RecvError> {
-        let deadline: Option<Nanos> = timeout
-            .map(|t| self.platform.now().saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)));
-        loop {
-            {
-                let mut inner = self.inner.lock();
-                if inner.queue.is_empty() && !inner.target_died && inner.senders != Some(0) {
-                    inner.waiter = Waiter::Thread(token.clone());
-                }
-            }
-            match self.poll_now() {
-                Ok(m) => return Ok(m),
-                Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
-                Err(TryRecvError::Empty) => {}
-            }
-            if deadline.is_some_and(|d| self.platform.now() >= d) {
-                return Err(RecvError::Timeout);
-            }
-            // A push after the waiter was set unparks the token; one before
-            // it was seen by `poll_now` above.
-            self.platform.park(token, deadline);
         }
     }
 
@@ -253,7 +202,7 @@ impl<M: Send + 'static> Slot<M> {
         if inner.target_died {
             return Poll::Ready(Err(RecvError::Disconnected(Disconnected::TargetDied)));
         }
-        inner.waiter = Waiter::Task(cx.waker().clone());
+        inner.waiter = Some(Waiter::from_task(cx.waker()));
         Poll::Pending
     }
 }
@@ -375,7 +324,6 @@ pub struct Inbox<M: Send + 'static> {
     slot: Arc<Slot<M>>,
     id: u64,
     runtime: Runtime,
-    token: Arc<ParkToken>,
 }
 
 impl<M: Send + 'static> fmt::Debug for Inbox<M> {
@@ -432,12 +380,12 @@ impl<M: Send + 'static> Inbox<M> {
     /// # }
     /// ```
     pub fn recv(&self) -> Result<M, RecvError> {
-        self.slot.recv(&self.token, None)
+        self.slot.recv(None)
     }
 
     /// [`recv`](Self::recv), giving up after `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<M, RecvError> {
-        self.slot.recv(&self.token, Some(timeout))
+        self.slot.recv(Some(timeout))
     }
 
     /// The next message if one is queued.
@@ -593,9 +541,9 @@ impl Inboxes {
 
 /// Registers a new inbox of `M` in `runtime`.
 pub(crate) fn new_inbox<M: Send + 'static>(runtime: &Runtime) -> Inbox<M> {
-    let slot = Slot::<M>::new(runtime.shared.platform.clone(), None, Disconnected::NoSenders);
+    let slot = Slot::<M>::new(None, Disconnected::NoSenders);
     let id = Inboxes::of(&runtime.shared).insert(slot.clone() as Arc<dyn ErasedInbox>);
-    Inbox { slot, id, runtime: runtime.clone(), token: Arc::new(ParkToken::new()) }
+    Inbox { slot, id, runtime: runtime.clone() }
 }
 
 /// The handle an asked actor replies through, once. Dropping it without
@@ -648,7 +596,6 @@ impl<R: Send + 'static> Drop for ReplyTo<R> {
 /// an error, never a hang; a reply that arrives after a timeout is dropped.
 pub struct Ask<R: Send + 'static> {
     slot: Arc<Slot<R>>,
-    token: Arc<ParkToken>,
     /// The target's death hook, removed when the ask is dropped.
     watch: Option<(Weak<Shared>, Pid, DeathHookId)>,
     not_sent: bool,
@@ -666,7 +613,7 @@ impl<R: Send + 'static> Ask<R> {
         if self.not_sent {
             return Err(RecvError::NoActor);
         }
-        self.slot.recv(&self.token, None)
+        self.slot.recv(None)
     }
 
     /// Waits for the reply at most `timeout`.
@@ -674,7 +621,7 @@ impl<R: Send + 'static> Ask<R> {
         if self.not_sent {
             return Err(RecvError::NoActor);
         }
-        self.slot.recv(&self.token, Some(timeout))
+        self.slot.recv(Some(timeout))
     }
 
     /// The reply if it has arrived.
@@ -717,10 +664,10 @@ impl<R: Send + 'static> Drop for Ask<R> {
 
 /// A pending reply and the handle to send it, bound to no actor (admin
 /// replies).
-pub(crate) fn ask_detached<R: Send + 'static>(runtime: &Runtime) -> (Ask<R>, ReplyTo<R>) {
-    let slot = Slot::<R>::new(runtime.shared.platform.clone(), Some(1), Disconnected::NoReply);
+pub(crate) fn ask_detached<R: Send + 'static>() -> (Ask<R>, ReplyTo<R>) {
+    let slot = Slot::<R>::new(Some(1), Disconnected::NoReply);
     let reply = ReplyTo { slot: Some(slot.clone()) };
-    (Ask { slot, token: Arc::new(ParkToken::new()), watch: None, not_sent: false }, reply)
+    (Ask { slot, watch: None, not_sent: false }, reply)
 }
 
 /// Asks actor `pid`: `send` gets the reply handle and sends the request
@@ -732,12 +679,12 @@ pub(crate) fn ask_with<R: Send + 'static>(
     send: impl FnOnce(ReplyTo<R>) -> bool,
 ) -> Ask<R> {
     let shared = &runtime.shared;
-    let slot = Slot::<R>::new(shared.platform.clone(), Some(1), Disconnected::NoReply);
+    let slot = Slot::<R>::new(Some(1), Disconnected::NoReply);
     let watched = slot.clone();
     let hook = Box::new(move |_: &Shared, _: Pid, _: &crate::kernel::exit::ExitReason| {
         watched.update(|inner| inner.target_died = true);
     });
     let watch = shared.on_death(pid, hook).ok().map(|id| (Arc::downgrade(shared), pid, id));
     let not_sent = watch.is_none() || !send(ReplyTo { slot: Some(slot.clone()) });
-    Ask { slot, token: Arc::new(ParkToken::new()), watch, not_sent }
+    Ask { slot, watch, not_sent }
 }

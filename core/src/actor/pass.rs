@@ -13,6 +13,7 @@ use crate::actor::extension::WorkerCtx;
 use crate::actor::route::{deliver_or_hold, end};
 use crate::actor::system::{bump, shrink, ActorSystem, Env, Local};
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
@@ -78,7 +79,9 @@ impl ActorSystem {
             }
             let mut ran = None;
             let before = cell.len();
-            let panic = (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)));
+            let panic = current::as_handler(pid, || {
+                (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)))
+            });
             // Entries taken, the one a panic interrupted included.
             let taken = before.saturating_sub(cell.len()) as u64;
             bump(&local.counters.handled, taken);
@@ -259,10 +262,12 @@ impl WorkerPlugin for ActorSystem {
             local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
             bump(&local.counters.stopped, 1);
             let mut cell = Some(cell);
-            let panic = (shared.hooks.catch_panic)(&mut || {
-                if let Some(mut cell) = cell.take() {
-                    cell.stop(&env, &reason);
-                }
+            let panic = current::as_handler(pid, || {
+                (shared.hooks.catch_panic)(&mut || {
+                    if let Some(mut cell) = cell.take() {
+                        cell.stop(&env, &reason);
+                    }
+                })
             });
             if let Some(message) = panic {
                 bump(&local.counters.panics, 1);

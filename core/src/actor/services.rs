@@ -21,6 +21,7 @@ use crate::actor::inbox::{ask_detached, ask_with, new_inbox, Ask, Inbox, ReplyTo
 use crate::actor::route::{end, route_admin};
 use crate::actor::system::{bump, ActorStats, ActorSystem, Env};
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current;
 use crate::kernel::error::NoProc;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -216,7 +217,7 @@ impl Runtime {
     /// admin queue (never behind a message backlog). `None` in the reply:
     /// it has ended.
     pub fn inspect(&self, pid: Pid) -> Ask<Option<ActorInfo>> {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         match self.shared.stackless_worker(pid) {
             Some(worker) => route_admin(
                 &self.shared,
@@ -259,7 +260,7 @@ impl Runtime {
     }
 
     fn set_suspended(&self, pid: Pid, on: bool) -> Ask<bool> {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         match self.shared.stackless_worker(pid) {
             Some(worker) => route_admin(
                 &self.shared,
@@ -285,7 +286,7 @@ impl Runtime {
         R: Send + 'static,
         F: FnOnce(&mut A) -> R + Send + 'static,
     {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         let pid = addr.pid();
         match self.shared.stackless_worker(pid) {
             Some(worker) => route_admin(
@@ -330,7 +331,7 @@ impl Runtime {
         T: Send + 'static + Ord,
         F: Fn(&Env<'_>) -> Vec<T> + Send + Sync + 'static,
     {
-        let (ask, reply) = ask_detached(self);
+        let (ask, reply) = ask_detached();
         let workers = self.worker_count();
         let gather = Arc::new(RuntimeMutex::leaf((Vec::new(), workers, Some(reply))));
         let each = Arc::new(each);
@@ -485,8 +486,9 @@ fn processes(env: &Env<'_>, runtime: &Runtime) -> Vec<ProcessInfo> {
 
 /// Ends actor `pid` now (admin stop), ahead of its mail.
 fn stop_now(env: &Env<'_>, pid: Pid, reason: ExitReason) {
-    let panic =
-        with_erased(env.driver, pid, |cell| (env.shared.hooks.catch_panic)(&mut || cell.stop(env, &reason)));
+    let panic = with_erased(env.driver, pid, |cell| {
+        current::as_handler(pid, || (env.shared.hooks.catch_panic)(&mut || cell.stop(env, &reason)))
+    });
     match panic {
         Ok(Some(message)) => {
             bump(&env.local.counters.panics, 1);
@@ -513,7 +515,7 @@ fn set_suspended(env: &Env<'_>, pid: Pid, on: bool) -> bool {
 fn with_actor<R>(env: &Env<'_>, pid: Pid, f: &mut dyn FnMut(&mut dyn Any) -> Option<R>) -> Option<R> {
     let mut result = None;
     let panic = with_erased(env.driver, pid, |cell| {
-        (env.shared.hooks.catch_panic)(&mut || result = f(cell.actor_any()))
+        current::as_handler(pid, || (env.shared.hooks.catch_panic)(&mut || result = f(cell.actor_any())))
     })
     .ok()?;
     if let Some(message) = panic {

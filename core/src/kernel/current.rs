@@ -36,6 +36,9 @@ pub(crate) struct Current {
     /// Yields the running process for a spent budget: the scheduler's
     /// yield, which the budget (a leaf) cannot name.
     pub(crate) yield_spent: fn(),
+    /// The handler actor whose code the driver runs now (outside any
+    /// process), for crash reports.
+    pub(crate) handling: Cell<Option<crate::kernel::pid::Pid>>,
 }
 
 impl Current {
@@ -48,6 +51,7 @@ impl Current {
             wait_open: Cell::new(false),
             coop_budget: Cell::new(0),
             yield_spent,
+            handling: Cell::new(None),
         }
     }
 
@@ -107,6 +111,23 @@ impl PreemptState {
 pub(crate) fn registered() -> Option<NonNull<Current>> {
     let hooks = crate::kernel::host::hooks()?;
     NonNull::new((hooks.get_current)().cast::<Current>())
+}
+
+/// Runs `f` as the code of handler actor `pid` (see [`handling_actor`]):
+/// the record says so until `f` returns. `f` must not unwind (the actor
+/// layer runs handler code under the host's `catch_panic`).
+pub(crate) fn as_handler<R>(pid: crate::kernel::pid::Pid, f: impl FnOnce() -> R) -> R {
+    let previous = with(|current| current.handling.replace(Some(pid))).flatten();
+    let result = f();
+    with(|current| current.handling.set(previous));
+    result
+}
+
+/// The handler actor whose code runs now on the calling thread's worker
+/// (its `handle`, its `stopped`), if any: what a crash report names when
+/// a handler panics, as it names the process when a process does.
+pub fn handling_actor() -> Option<crate::kernel::pid::Pid> {
+    with(|current| current.handling.get()).flatten()
 }
 
 /// Runs `f` on the current worker's record; `None` off a worker.
