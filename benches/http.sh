@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # HTTP/1.1 keep-alive "Hello, world!" under wrk: smarm's http_hello example
 # (1 and 2 workers) beside the same httparse loop on tokio current_thread
-# and multi_thread(2), and hyper on tokio current_thread.
+# and multi_thread(2), hyper on tokio current_thread, and the same hyper
+# service on smarm (the hyper_hello example: a process per connection, one
+# worker).
 #
 # Per server: req/s, p50 and p99 at each connection count, CPU µs per
 # request (the server's utime+stime over the run), syscalls per response
@@ -55,8 +57,10 @@ if [ "$(nproc)" -ge 2 ]; then server_cpu="taskset -c 0"; client_cpu="taskset -c 
 
 target="${CARGO_TARGET_DIR:-$root/target}"
 cargo build -q --release -p smarm --example http_hello
+cargo build -q --release -p smarm --features tokio-io --example hyper_hello
 cargo build -q --release -p smarm-benches --example http_peer
 hello="$target/release/examples/http_hello"
+hyper_smarm="$target/release/examples/hyper_hello"
 peer="$target/release/examples/http_peer"
 
 port=18480
@@ -72,6 +76,7 @@ start_server() { # name -> sets pid
     tokio-ct) $server_cpu "$peer" tokio-ct $port > /dev/null & ;;
     tokio-mt2) $server_cpu "$peer" tokio-mt2 $port > /dev/null & ;;
     hyper) $server_cpu "$peer" hyper $port > /dev/null & ;;
+    hyper-smarm) $server_cpu "$hyper_smarm" --serve "127.0.0.1:$port" 1 3600 > /dev/null & ;;
   esac
   pid=$!
   for _ in $(seq 50); do
@@ -89,7 +94,7 @@ to_us() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); print v} else if (v ~ /ms$
 tick_hz=$(getconf CLK_TCK)
 echo "server,connections,req_per_s,p50_us,p99_us,cpu_us_per_req,syscalls_per_resp,rss_kib_before,rss_kib_idle,idle_conns,rss_per_idle_kib,rss_kib_after_close" > "$out"
 printf "%-10s %6s %10s %8s %8s %8s %9s %10s %12s\n" server conns req/s p50_us p99_us cpu_us sys/resp idle_KiB after/before
-for server in smarm-1 tokio-ct hyper smarm-2 tokio-mt2; do
+for server in smarm-1 tokio-ct hyper hyper-smarm smarm-2 tokio-mt2; do
   start_server $server
   sleep 0.3
   # Warm-up: a short bounded run.

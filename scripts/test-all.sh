@@ -64,6 +64,11 @@ step "host tests (x86_64)"
 # both (about 5 s in all, beside the build).
 cargo test --workspace --exclude smarm-benches
 
+step "smarm alone and with each async io feature (futures-io, tokio-io): no warnings"
+cargo clippy -q -p smarm -- -D warnings
+cargo clippy -q -p smarm --features futures-io -- -D warnings
+cargo clippy -q -p smarm --features tokio-io -- -D warnings
+
 step "the tracing feature: runtime events reach a tracing subscriber"
 cargo test -q -p smarm --features tracing --test tracing
 
@@ -81,6 +86,9 @@ for example in "tour --quick" "ping_pong 2000" "supervision_tree 5" "kv_server 2
   echo "example $name $*"
   timeout 120 cargo run -q -p smarm --example "$name" -- "$@" > "$root/target/example-$name.out"
 done
+echo "example hyper_hello --selftest 10 50 (hyper in processes, the tokio-io feature)"
+timeout 120 cargo run -q -p smarm --features tokio-io --example hyper_hello -- --selftest 10 50 \
+  > "$root/target/example-hyper_hello.out"
 # Written to a file, the tour is plain text: no carriage returns, no colour.
 if grep -q $'\r\|\x1b' "$root/target/example-tour.out"; then
   echo "the tour wrote terminal control characters into a file" >&2

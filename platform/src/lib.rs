@@ -249,6 +249,13 @@ pub struct Event {
     pub readable: bool,
     /// Writable.
     pub writable: bool,
+    /// The peer will send nothing more, or the socket failed (hang-up,
+    /// read hang-up, error): reads return at once from now on, whatever
+    /// later edges say.
+    pub read_closed: bool,
+    /// The socket hung up or failed: writes return at once (with the
+    /// error) from now on.
+    pub write_closed: bool,
 }
 
 /// Why a readiness operation failed.

@@ -56,6 +56,14 @@ impl Direction {
     const fn bit(self) -> u64 {
         1 << self as u64
     }
+
+    /// Sticky: the direction will not block again (the peer closed, the
+    /// socket failed). A call that drains the socket never clears it, so
+    /// the end of a stream is seen even when its edge came with the last
+    /// data.
+    const fn closed_bit(self) -> u64 {
+        1 << (self as u64 + 2)
+    }
 }
 
 /// The tick lives above the two ready bits.
@@ -125,8 +133,9 @@ impl<W> Default for Waiters<W> {
 impl<W: Wake> Waiters<W> {
     fn add(&mut self, waiter: &W) {
         // A process waits once at a time: an older entry of the same
-        // process is stale, and replaced.
-        let same = |other: &W| waiter.same_process(other);
+        // process is stale, and replaced. A task polled again before an
+        // edge leaves the same waker: it is kept once.
+        let same = |other: &W| waiter.same_process(other) || waiter.same_wait(other);
         match &mut self.first {
             slot @ None => *slot = Some(waiter.clone()),
             Some(first) if same(first) => *first = waiter.clone(),
@@ -152,7 +161,7 @@ pub(crate) struct Snapshot(u64);
 
 impl Snapshot {
     pub(crate) fn is_ready(self, direction: Direction) -> bool {
-        self.0 & direction.bit() != 0
+        self.0 & (direction.bit() | direction.closed_bit()) != 0
     }
 }
 
@@ -181,6 +190,18 @@ impl<W: Wake> Readiness<W> {
         let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |word| {
             (word >> TICK_SHIFT == tick).then_some(word & !direction.bit())
         });
+    }
+
+    /// Marks the directions closed for good (see [`Direction::closed_bit`]),
+    /// then ready, waking their waiters.
+    pub(crate) fn set_closed(&self, read_closed: bool, write_closed: bool) {
+        let bits = if read_closed { Direction::Read.closed_bit() } else { 0 }
+            | if write_closed { Direction::Write.closed_bit() } else { 0 };
+        if bits != 0 {
+            // Release pairs with `snapshot`'s Acquire.
+            self.word.fetch_or(bits, Ordering::AcqRel);
+        }
+        self.set(read_closed, write_closed);
     }
 
     /// Marks the directions ready, bumps the tick, and wakes their waiters.
@@ -294,6 +315,7 @@ impl EdgeTable {
         }
         let readiness = lock_shard(self.shard(event.token)).get(&event.token).and_then(Weak::upgrade);
         if let Some(readiness) = readiness {
+            readiness.set_closed(event.read_closed, event.write_closed);
             readiness.set(event.readable, event.writable);
         }
         true

@@ -45,8 +45,22 @@
 //! });
 //! assert_eq!(&echoed, b"ping");
 //! ```
+//!
+//! # Async io
+//!
+//! With the `futures-io` feature, [`TcpStream`] and [`UnixStream`] (and
+//! their `&` forms) implement `futures_io::AsyncRead` and `AsyncWrite`;
+//! with `tokio-io`, tokio's `AsyncRead` and `AsyncWrite` (tokio's io
+//! traits only: no tokio runtime). The same registration and readiness
+//! serve them: a poll that would block leaves the task's waker on the
+//! socket. Run such futures in a process with [`crate::block_on`] — the
+//! `hyper_hello` example serves HTTP with hyper that way, a process per
+//! connection. Outside any runtime's process a poll that would wait
+//! fails with `Unsupported` (there is no poller to wake it); read and
+//! write timeouts apply to the blocking calls only.
 #![deny(unsafe_code)]
 
+mod async_io;
 mod source;
 #[allow(unsafe_code)]
 mod sys;

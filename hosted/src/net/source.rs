@@ -330,3 +330,55 @@ impl Drop for RemoveWaiter<'_> {
         self.readiness.remove_waiter(self.direction, &self.waiter);
     }
 }
+
+#[cfg(any(feature = "futures-io", feature = "tokio-io"))]
+impl<S: AsRawFd> Source<S> {
+    /// One try of `call` for a future's `poll`: run while the cached
+    /// readiness says it may succeed; when it would block, leave the
+    /// task's waker on `direction` (made from `cx`) and say `Pending`. The
+    /// same registration and readiness serve the blocking calls.
+    pub(crate) fn poll_call<R>(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        direction: Direction,
+        asked: usize,
+        drained: Drained<R>,
+        mut call: impl FnMut(&S) -> io::Result<R>,
+    ) -> std::task::Poll<io::Result<R>> {
+        use std::task::Poll;
+        loop {
+            let seen = self.readiness.snapshot();
+            if seen.is_ready(direction) {
+                match call(&self.socket) {
+                    Ok(result) => {
+                        if drained(&result, asked) {
+                            self.readiness.clear(direction, seen);
+                        }
+                        return Poll::Ready(Ok(result));
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        self.readiness.clear(direction, seen);
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) => return Poll::Ready(Err(error)),
+                }
+            }
+            if let Err(error) = self.register() {
+                // No poller to wake the task (outside any runtime's
+                // process): one direct try, whatever the cache says.
+                return Poll::Ready(match call(&self.socket) {
+                    Err(would_block) if would_block.kind() == io::ErrorKind::WouldBlock => Err(error),
+                    other => other,
+                });
+            }
+            let waiter = Waiter::from_task(cx.waker());
+            let ready = {
+                let _no_preempt = NoPreempt::new();
+                self.readiness.add_waiter(direction, &waiter)
+            };
+            if !ready {
+                return Poll::Pending;
+            }
+        }
+    }
+}

@@ -108,3 +108,19 @@ pub(crate) fn poll_one(fd: RawFd, readable: bool, timeout: Option<Duration>) -> 
     }
     Ok(result > 0)
 }
+
+/// `read(2)` into a buffer that need not be initialized (what an async
+/// reader hands over), so no byte is zeroed first. Returns how many bytes
+/// the kernel wrote at the start of `buffer`.
+#[cfg(feature = "tokio-io")]
+pub(crate) fn read_uninit(fd: RawFd, buffer: &mut [MaybeUninit<u8>]) -> io::Result<usize> {
+    // SAFETY: the pointer and length describe `buffer`, writable memory we
+    // hold exclusively; read(2) writes at most `len` bytes into it and never
+    // reads it.
+    let read = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+    if read < 0 {
+        return Err(last_error());
+    }
+    // Non-negative and at most `buffer.len()`: fits a usize.
+    Ok(read as usize)
+}

@@ -237,7 +237,7 @@ impl Iterator for Incoming<'_> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct TcpStream {
-    source: Arc<Source<std::net::TcpStream>>,
+    pub(super) source: Arc<Source<std::net::TcpStream>>,
 }
 
 impl TcpStream {

@@ -184,7 +184,7 @@ impl Iterator for UnixIncoming<'_> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct UnixStream {
-    source: Arc<Source<std::os::unix::net::UnixStream>>,
+    pub(super) source: Arc<Source<std::os::unix::net::UnixStream>>,
 }
 
 impl UnixStream {

@@ -438,6 +438,8 @@ impl Platform for LinuxPlatform {
                 readable: flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32
                     != 0,
                 writable: flags & (libc::EPOLLOUT | libc::EPOLLERR) as u32 != 0,
+                read_closed: flags & (libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32 != 0,
+                write_closed: flags & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0,
             };
         }
         Ok(count)
