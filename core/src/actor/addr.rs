@@ -1,11 +1,12 @@
 //! Addresses and spawning: [`Addr`] (typed), [`ActorAddress`] (untyped:
 //! an actor, an inbox or a remote address), how a handler's context
-//! spawns, monitors and traps exits, and [`spawn_actor`].
+//! spawns, monitors, traps exits and sets timers, and [`spawn_actor`].
 
 use alloc::boxed::Box;
 use core::any::TypeId;
 use core::fmt;
 use core::marker::PhantomData;
+use core::time::Duration;
 
 use crate::actor::cell::{Cell, Signal};
 use crate::actor::error::ActorSendError;
@@ -14,6 +15,7 @@ use crate::actor::handler::{Actor, Ctx};
 use crate::actor::inbox::{count_inbox_send, Inbox, Inboxes};
 use crate::actor::route::{deposit, deposit_on, route_install, Msg, Sig};
 use crate::actor::system::{ActorSystem, Envelope};
+use crate::actor::timer::{deadline_after, Fire, TimerError, TimerRef};
 use crate::kernel::atomic::Ordering;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::exit::ExitReason;
@@ -21,6 +23,7 @@ use crate::kernel::pid::Pid;
 use crate::kernel::process;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::slab::DeathHookId;
+use crate::kernel::time::Instant;
 use crate::otp::link::{ExitSignal, Trap};
 use crate::otp::monitor::{Down, MonitorId};
 use crate::otp::supervisor::Child;
@@ -64,6 +67,166 @@ impl<'a, A: Actor> Ctx<'a, A> {
     pub fn trap_exit(&mut self, trap: bool) {
         let trap = trap.then(|| exit_trap(self.env.local.runtime.clone(), self.pid));
         let _ = self.env.local.runtime.set_trap(self.pid, trap);
+    }
+}
+
+/// A one-shot timer's payload: moved to its target when it fires.
+struct Once<M> {
+    to: Pid,
+    msg: Option<M>,
+}
+
+impl<M: Send + 'static> Fire for Once<M> {
+    fn fire(&mut self, shared: &Shared, _last: bool) -> bool {
+        match self.msg.take() {
+            Some(msg) => send_to(shared, self.to, msg).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// An interval's payload: a clone of it is sent at each firing; the
+/// original goes when the interval is cancelled.
+struct Every<M> {
+    to: Pid,
+    msg: M,
+}
+
+impl<M: Clone + Send + 'static> Fire for Every<M> {
+    fn fire(&mut self, shared: &Shared, _last: bool) -> bool {
+        send_to(shared, self.to, self.msg.clone()).is_ok()
+    }
+}
+
+/// Timers: a message to this actor, or to any actor, later or every
+/// period, kept on this actor's worker.
+///
+/// A timer belongs to the actor that sets it, whatever its target: only
+/// that actor can cancel it ([`cancel_timer`](Ctx::cancel_timer)), and it
+/// is cancelled when that actor ends — stopped, panicked or killed, a
+/// restarted actor included (its successor is another actor). A cancelled
+/// timer's message is dropped, once, on the worker; a fired one is sent
+/// like any send from this worker, so it is handled after what this
+/// handler sent the same target before setting it, and a message to an
+/// actor that has ended is dropped (and counted in the worker's
+/// `dropped`).
+///
+/// Deadlines are on the runtime's clock ([`now`](Ctx::now)). A timer fires
+/// at the first pass of its worker at or after its deadline, never
+/// before; timers due at the same pass fire by deadline, then in the order
+/// they were set. A delay past the clock's range (about 584 years) is
+/// clamped to its end: such a timer never fires, and goes with its actor.
+///
+/// ```no_run
+/// # use smarm_core as smarm;
+/// use core::time::Duration;
+/// use smarm::actor::{Actor, Ctx, TimerRef};
+///
+/// /// Ends itself after a second without a message.
+/// struct Idle { timeout: Option<TimerRef> }
+///
+/// enum Msg { Work(u32), Timeout }
+///
+/// impl Actor for Idle {
+///     type Msg = Msg;
+///     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         self.timeout = Some(ctx.send_after(Duration::from_secs(1), Msg::Timeout));
+///     }
+///     fn handle(&mut self, ctx: &mut Ctx<'_, Self>, msg: Msg) {
+///         match msg {
+///             Msg::Work(_) => {
+///                 // Every message pushes the deadline back.
+///                 if let Some(old) = self.timeout.take() {
+///                     ctx.cancel_timer(&old);
+///                 }
+///                 self.timeout = Some(ctx.send_after(Duration::from_secs(1), Msg::Timeout));
+///             }
+///             Msg::Timeout => ctx.stop_self(),
+///         }
+///     }
+/// }
+///
+/// # fn demo(runtime: &smarm::Runtime) {
+/// let idle = runtime.spawn_actor(Idle { timeout: None }).unwrap();
+/// idle.send(Msg::Work(1)).unwrap();
+/// # }
+/// ```
+impl<'a, A: Actor> Ctx<'a, A> {
+    /// Now, on the runtime's clock (the one timers and `sleep` use).
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(self.env.shared.platform.now())
+    }
+
+    /// Sends `msg` to this actor after `delay` (zero: at this worker's
+    /// next pass).
+    pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerRef {
+        self.set_timer(delay, None, Box::new(Once { to: self.pid, msg: Some(msg) }))
+    }
+
+    /// Sends `msg` to `to` after `delay`.
+    pub fn send_after_to<B: Actor>(&mut self, to: &Addr<B>, delay: Duration, msg: B::Msg) -> TimerRef {
+        self.set_timer(delay, None, Box::new(Once { to: to.pid, msg: Some(msg) }))
+    }
+
+    /// Sends a clone of `msg` to this actor every `period`, the first one
+    /// period from now, until cancelled or this actor ends. A tick late by
+    /// more than a period (a busy worker) is not caught up: the next comes
+    /// a period after it.
+    ///
+    /// # Errors
+    ///
+    /// [`TimerError::ZeroPeriod`], with `msg`, for a zero period.
+    pub fn send_interval(&mut self, period: Duration, msg: A::Msg) -> Result<TimerRef, TimerError<A::Msg>>
+    where
+        A::Msg: Clone,
+    {
+        if period.is_zero() {
+            return Err(TimerError::ZeroPeriod(msg));
+        }
+        Ok(self.set_timer(period, Some(period), Box::new(Every { to: self.pid, msg })))
+    }
+
+    /// [`send_interval`](Self::send_interval) to `to`.
+    ///
+    /// # Errors
+    ///
+    /// [`TimerError::ZeroPeriod`], with `msg`, for a zero period.
+    pub fn send_interval_to<B: Actor>(
+        &mut self,
+        to: &Addr<B>,
+        period: Duration,
+        msg: B::Msg,
+    ) -> Result<TimerRef, TimerError<B::Msg>>
+    where
+        B::Msg: Clone,
+    {
+        if period.is_zero() {
+            return Err(TimerError::ZeroPeriod(msg));
+        }
+        Ok(self.set_timer(period, Some(period), Box::new(Every { to: to.pid, msg })))
+    }
+
+    /// Cancels `timer` if it is still pending: `true` if it was (its
+    /// message is dropped now and never sent; an interval sends no more).
+    /// `false` if it has fired (a one-shot timer's message may be in the
+    /// mailbox, still to be handled), was cancelled already, or is another
+    /// actor's.
+    pub fn cancel_timer(&mut self, timer: &TimerRef) -> bool {
+        if timer.owner() != self.pid {
+            return false;
+        }
+        let removed = self.env.local.timers.borrow_mut().cancel(timer);
+        let pending = removed.is_some();
+        // Dropped outside the borrow of the table.
+        drop(removed);
+        pending
+    }
+
+    fn set_timer(&mut self, delay: Duration, period: Option<Duration>, fire: Box<dyn Fire>) -> TimerRef {
+        let deadline = deadline_after(self.env.shared.platform.now(), delay);
+        // A period is at least one nanosecond (a zero one was refused).
+        let period = period.map(|p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX).max(1));
+        self.env.local.timers.borrow_mut().insert(self.pid, deadline, period, fire)
     }
 }
 

@@ -109,6 +109,7 @@ mod pass;
 pub(crate) mod route;
 pub mod services;
 pub(crate) mod system;
+mod timer;
 
 pub use addr::{spawn_actor, ActorAddress, ActorMonitor, Addr};
 pub use error::ActorSendError;
@@ -119,3 +120,4 @@ pub use services::{
     RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension, WorkerStats,
 };
 pub use system::ActorStats;
+pub use timer::{TimerError, TimerRef};

@@ -1,8 +1,8 @@
 //! The actors' share of each worker's pass: the kernel's worker plugin
-//! ([`WorkerPlugin`] for [`ActorSystem`]) — drain the lanes, run the
-//! worker extension, run each runnable actor up to its budget, install
-//! this pass's spawns, deliver same-worker sends, publish statistics — and
-//! the end of an actor a stop request queued.
+//! ([`WorkerPlugin`] for [`ActorSystem`]) — fire due timers, drain the
+//! lanes, run the worker extension, run each runnable actor up to its
+//! budget, install this pass's spawns, deliver same-worker sends, publish
+//! statistics — and the end of an actor a stop request queued.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -128,6 +128,39 @@ impl ActorSystem {
         did || pending
     }
 
+    /// Pass step 0: fires the timers due now, each message sent as a send
+    /// from this worker (so it reaches a local target at the end of this
+    /// pass). Returns whether any fired.
+    fn timer_step(&self, local: &Local, driver: &Driver<'_>) -> bool {
+        if local.timers.borrow().is_empty() {
+            return false;
+        }
+        let now = driver.now();
+        let mut fired = false;
+        loop {
+            // Each timer is taken in its own borrow of the table, which
+            // ends before its message is sent.
+            let due = local.timers.borrow_mut().pop_due(now);
+            let Some(mut due) = due else { break };
+            fired = true;
+            if !due.fire(driver.shared()) {
+                bump(&local.counters.dropped, 1);
+            }
+            let spent = local.timers.borrow_mut().rearm(due, now);
+            drop(spent);
+        }
+        fired
+    }
+
+    /// Gives the kernel the earliest timer deadline of this worker, if it
+    /// changed, so that the host wakes the worker for it.
+    fn publish_timer_deadline(&self, local: &Local, driver: &Driver<'_>) {
+        let next = local.timers.borrow().next_deadline();
+        if local.timer_deadline.replace(next) != next {
+            driver.set_timer_deadline(next);
+        }
+    }
+
     fn publish(&self, local: &Local) {
         let s = &self.stats[local.worker];
         let c = &local.counters;
@@ -156,22 +189,28 @@ impl WorkerPlugin for ActorSystem {
 
     fn pass(&self, driver: &Driver<'_>, budget: usize) -> bool {
         let Some(local) = Local::of(driver) else { return false };
-        if driver.is_empty(Lane::Install)
+        // 0. Timers due now: their messages join this pass's sends.
+        let fired = self.timer_step(local, driver);
+        if !fired
+            && driver.is_empty(Lane::Install)
             && driver.is_empty(Lane::Mail)
             && local.runnable.borrow().is_empty()
             && local.local_spawns.borrow().is_empty()
             && local.pending_local.borrow().is_empty()
             && !self.has_extension.load(Ordering::Relaxed)
         {
-            // Nothing to do: no clock read; statistics go out if the last
+            // Nothing to do (the clock was read only if timers are
+            // pending); statistics go out if the last
             // busy passes (or an admin command) left some unpublished.
             if local.counters.unpublished.get() {
                 self.publish(local);
             }
+            // An admin stop or a stop request may have cancelled timers.
+            self.publish_timer_deadline(local, driver);
             return false;
         }
         let env = Env::new(local, driver);
-        let mut did = false;
+        let mut did = fired;
         // Pass time is sampled: every 16th busy pass is timed and counts
         // for 16 (reading the counter costs tens of nanoseconds on some
         // virtual machines, a large share of a short pass).
@@ -231,6 +270,7 @@ impl WorkerPlugin for ActorSystem {
         } else {
             local.counters.unpublished.set(true);
         }
+        self.publish_timer_deadline(local, driver);
         did || !local.runnable.borrow().is_empty()
             || !local.local_spawns.borrow().is_empty()
             || !local.pending_local.borrow().is_empty()
@@ -269,6 +309,8 @@ impl WorkerPlugin for ActorSystem {
                     }
                 })
             });
+            // Its timers go after `on_stop`, which may have set some.
+            local.cancel_timers(pid);
             if let Some(message) = panic {
                 bump(&local.counters.panics, 1);
                 return Some(ExitReason::Panicked(message));

@@ -234,6 +234,9 @@ pub(crate) fn end(env: &Env<'_>, pid: Pid, reason: crate::kernel::exit::ExitReas
         let mut cell = Some(cell);
         let _ = (env.shared.hooks.catch_panic)(&mut || drop(cell.take()));
     }
+    // Its timers go with it (after `on_stop`, which may have set some):
+    // nothing is delivered for a dead actor.
+    local.cancel_timers(pid);
     local.counters.actors.set(local.counters.actors.get().saturating_sub(1));
     if graceful {
         bump(&local.counters.stopped, 1);

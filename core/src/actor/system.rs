@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 use core::cell::{Cell as StdCell, RefCell};
 
 use crate::actor::extension::{RemoteSink, RuntimeExtension, WorkerExtension};
+use crate::actor::timer::ActorTimers;
 use crate::kernel::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -140,6 +141,10 @@ pub(crate) struct Local {
     /// asks for them through `woken`.
     pub(crate) ending: RefCell<Vec<(Pid, ExitReason)>>,
     pub(crate) counters: Counters,
+    /// The timers this worker's actors set.
+    pub(crate) timers: RefCell<ActorTimers>,
+    /// The earliest timer deadline last given to the kernel.
+    pub(crate) timer_deadline: StdCell<Option<smarm_platform::Nanos>>,
     /// This worker's extension, made on its first pass after the runtime
     /// extension is set.
     pub(crate) extension: RefCell<Option<Box<dyn WorkerExtension>>>,
@@ -156,6 +161,8 @@ impl Local {
             held: RefCell::new(BTreeMap::new()),
             ending: RefCell::new(Vec::new()),
             counters: Counters::default(),
+            timers: RefCell::new(ActorTimers::default()),
+            timer_deadline: StdCell::new(None),
             extension: RefCell::new(None),
         }
     }
@@ -198,6 +205,17 @@ impl Local {
             *queued = true;
             self.runnable.borrow_mut().push_back(pid);
         }
+    }
+
+    /// Cancels every timer of `pid`, which has ended: their messages are
+    /// dropped here, outside the borrow of the table (a message's
+    /// destructor may send).
+    pub(crate) fn cancel_timers(&self, pid: Pid) {
+        if self.timers.borrow().is_empty() {
+            return;
+        }
+        let gone = self.timers.borrow_mut().cancel_all(pid);
+        drop(gone);
     }
 
     /// Holds `envelope` until its target, reserved but not installed yet,

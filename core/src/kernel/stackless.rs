@@ -35,12 +35,14 @@ use crate::kernel::ring::envelope::{Deliver, Envelope, EnvelopeQueue, Family};
 use crate::kernel::runtime::{Admin, ProcessView, Shared};
 use crate::kernel::slab::{Slot, STOP_NONE};
 use crate::kernel::state::{State, Unpark};
+use crate::kernel::timer::Timers;
 use crate::kernel::worker::{self, WorkerCore};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::any::{Any, TypeId};
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
+use smarm_platform::Nanos;
 
 /// Work a layer above the kernel does in each worker's pass.
 pub(crate) trait WorkerPlugin: Any + Send + Sync {
@@ -219,6 +221,8 @@ pub(crate) struct Driver<'a> {
     shared: &'a Shared,
     worker: usize,
     on: Option<&'a OnWorker>,
+    /// The worker's timers, where the plugin's earliest deadline is kept.
+    timers: &'a RefCell<Timers>,
     /// Not `Send` or `Sync`: the right belongs to the driving thread.
     _here: PhantomData<*const ()>,
 }
@@ -226,7 +230,18 @@ pub(crate) struct Driver<'a> {
 impl<'a> Driver<'a> {
     /// The driver of `core`'s worker, for the pass now running it.
     fn of(core: &'a WorkerCore, shared: &'a Shared) -> Driver<'a> {
-        Driver { shared, worker: core.id, on: core.stackless(), _here: PhantomData }
+        Driver { shared, worker: core.id, on: core.stackless(), timers: &core.timers, _here: PhantomData }
+    }
+
+    /// Now, on the platform clock the worker's timers are on.
+    pub(crate) fn now(&self) -> Nanos {
+        self.shared.platform.now()
+    }
+
+    /// Records the earliest deadline of the plugin's own timers of this
+    /// worker (`None`: none), so that the host wakes the worker for it.
+    pub(crate) fn set_timer_deadline(&self, deadline: Option<Nanos>) {
+        self.timers.borrow_mut().set_plugin_deadline(deadline);
     }
 
     /// The runtime.

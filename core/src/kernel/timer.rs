@@ -1,10 +1,18 @@
-//! Per-worker timers: a min-heap of `(deadline, pid, epoch, reason)`.
+//! Per-worker timers: a min-heap of `(deadline, pid, epoch, reason)`, and
+//! the earliest deadline of the worker plugin's own timers.
 //!
 //! Timers are never cancelled. An entry whose wait has ended (the process
 //! was woken another way, or has exited) carries a consumed epoch, so firing
 //! it is one failed CAS in `unpark_at` and nothing else: a stale entry is a
 //! no-op by construction. Entries are only pushed by processes of the owning
 //! worker (a process always runs on its worker), so the heap needs no lock.
+//!
+//! The worker plugin (the handler actors' layer) keeps timers that can be
+//! cancelled, with a payload each, in its own worker state, and fires them
+//! in its share of the pass. The kernel holds only their earliest deadline
+//! (`plugin_deadline`), set by the plugin at the end of each of its passes,
+//! so that [`next_deadline`](Timers::next_deadline) — what a host sleeps
+//! until — wakes the worker for them too.
 
 use alloc::collections::BinaryHeap;
 use core::cmp::Ordering;
@@ -58,6 +66,8 @@ impl Ord for TimerEntry {
 pub(crate) struct Timers {
     heap: BinaryHeap<TimerEntry>,
     next_seq: u64,
+    /// The earliest deadline of the plugin's timers, if it has any.
+    plugin_deadline: Option<Nanos>,
 }
 
 impl Timers {
@@ -67,9 +77,19 @@ impl Timers {
         self.heap.push(TimerEntry { deadline, seq, pid, epoch, reason });
     }
 
-    /// Earliest deadline, if any.
+    /// Earliest deadline, the plugin's included, if any.
     pub(crate) fn next_deadline(&self) -> Option<Nanos> {
-        self.heap.peek().map(|t| t.deadline)
+        let heap = self.heap.peek().map(|t| t.deadline);
+        match (heap, self.plugin_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Records the earliest deadline of the plugin's timers (`None`: it has
+    /// none).
+    pub(crate) fn set_plugin_deadline(&mut self, deadline: Option<Nanos>) {
+        self.plugin_deadline = deadline;
     }
 
     /// Removes and returns the earliest entry if it is due at `now`.
@@ -104,5 +124,21 @@ mod tests {
             core::iter::from_fn(|| t.pop_due(100)).map(|e| e.pid.index()).collect();
         assert_eq!(order, [2, 4, 3, 1]);
         assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn the_plugin_deadline_counts_in_the_next_deadline() {
+        let mut t = Timers::default();
+        assert_eq!(t.next_deadline(), None);
+        t.set_plugin_deadline(Some(50));
+        assert_eq!(t.next_deadline(), Some(50));
+        t.push(30, Pid::from_parts(1, 0), 0, TimerReason::Sleep);
+        assert_eq!(t.next_deadline(), Some(30));
+        t.set_plugin_deadline(Some(20));
+        assert_eq!(t.next_deadline(), Some(20));
+        t.set_plugin_deadline(None);
+        assert_eq!(t.next_deadline(), Some(30));
+        // The plugin's timers are its own: the heap never pops them.
+        assert_eq!(t.len(), 1);
     }
 }
