@@ -35,7 +35,8 @@ pub mod otp;
 pub mod sync;
 
 pub use actor::{
-    spawn_actor, Actor, ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx,
+    spawn_actor, Actor, ActorAddress, ActorInfo, ActorLookupError, ActorMonitor, ActorSendError, ActorStats,
+    Addr, Ctx,
 };
 pub use kernel::config::{Config, ConfigError, MAX_ACTORS, MAX_WORKERS, MIN_BARE_STACK_SIZE};
 pub use kernel::current::handling_actor;

@@ -184,7 +184,9 @@ pub use smarm_core::{
     RegisterError, Select, Selectable, SendError, SendTimeoutError, Sender, TryIter, TryRecvError,
     TrySendError, Waiter, WeakSender,
 };
-pub use smarm_core::{ActorAddress, ActorInfo, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx};
+pub use smarm_core::{
+    ActorAddress, ActorInfo, ActorLookupError, ActorMonitor, ActorSendError, ActorStats, Addr, Ctx,
+};
 pub use smarm_core::{
     CallError, Child, ChildInfo, ChildSpec, Restart, Server, ServerCtx, ServerLookupError, Shutdown,
     StartError, Strategy, SupervisorError, SupervisorRef, TerminateReason, Watcher,

@@ -71,10 +71,16 @@ fn found_by_name(drive: Drive) {
         assert_eq!(server.call(false), Ok(2));
 
         // The wrong type, an unknown name, a process that is no server.
+        let wrong = ServerRef::<Echo>::whereis("counter").unwrap_err();
         assert_eq!(
-            ServerRef::<Echo>::whereis("counter").unwrap_err(),
-            ServerLookupError::NotAServer(server.pid())
+            wrong,
+            ServerLookupError::WrongType {
+                pid: server.pid(),
+                expected: std::any::type_name::<Echo>(),
+                found: std::any::type_name::<Counter>(),
+            }
         );
+        assert!(wrong.to_string().contains("Counter") && wrong.to_string().contains("Echo"), "{wrong}");
         assert_eq!(ServerRef::<Counter>::whereis("nobody").unwrap_err(), ServerLookupError::NotRegistered);
         let (_hold, park) = smarm::channel::<()>();
         let plain = smarm::spawn(move || {

@@ -9,10 +9,10 @@ use core::marker::PhantomData;
 use core::time::Duration;
 
 use crate::actor::cell::{Cell, Signal};
-use crate::actor::error::ActorSendError;
+use crate::actor::error::{ActorLookupError, ActorSendError};
 use crate::actor::extension::RemoteEnvelope;
 use crate::actor::handler::{Actor, Ctx};
-use crate::actor::inbox::{count_inbox_send, Inbox, Inboxes};
+use crate::actor::inbox::{ask_with, count_inbox_send, Ask, Inbox, Inboxes, ReplyTo};
 use crate::actor::route::{deposit, deposit_on, route_install, Msg, Sig};
 use crate::actor::system::{ActorSystem, Envelope};
 use crate::actor::timer::{deadline_after, Fire, TimerError, TimerRef};
@@ -26,6 +26,7 @@ use crate::kernel::slab::DeathHookId;
 use crate::kernel::time::Instant;
 use crate::otp::link::{ExitSignal, Trap};
 use crate::otp::monitor::{Down, MonitorId};
+use crate::otp::registry::RegisterError;
 use crate::otp::supervisor::Child;
 
 impl<'a, A: Actor> Ctx<'a, A> {
@@ -322,6 +323,93 @@ impl<A: Actor> Addr<A> {
         self.runtime.shared.is_stackless(self.pid)
     }
 
+    /// Sends `make(reply_to)` and returns the pending reply (see
+    /// [`Runtime::ask`]).
+    pub fn ask<R: Send + 'static>(&self, make: impl FnOnce(ReplyTo<R>) -> A::Msg) -> Ask<R> {
+        ask_with(&self.runtime, self.pid, |reply| self.send(make(reply)).is_ok())
+    }
+
+    /// Registers the actor under `name` in its runtime's registry, so that
+    /// [`Addr::whereis`] finds it (see
+    /// [`register`](crate::otp::registry::register)).
+    pub fn register(&self, name: &str) -> Result<(), RegisterError> {
+        self.runtime.register(name, self.pid)
+    }
+
+    /// The actor registered under `name` in the calling process's (or
+    /// handler's) runtime, as a typed address. After a supervisor restarts
+    /// a registered actor (its start function registering the new one),
+    /// this finds the new one.
+    ///
+    /// ```no_run
+    /// # use smarm_core as smarm;
+    /// use smarm::actor::{Actor, ActorLookupError, Ctx, ReplyTo};
+    /// use smarm::Addr;
+    ///
+    /// /// Replies with what it is sent, doubled.
+    /// struct Doubler;
+    /// impl Actor for Doubler {
+    ///     type Msg = (u32, ReplyTo<u32>);
+    ///     fn handle(&mut self, _: &mut Ctx<'_, Self>, (n, reply): (u32, ReplyTo<u32>)) {
+    ///         let _ = reply.send(2 * n);
+    ///     }
+    /// }
+    ///
+    /// /// Another actor type.
+    /// struct Quiet;
+    /// impl Actor for Quiet {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _: &mut Ctx<'_, Self>, (): ()) {}
+    /// }
+    ///
+    /// // In a process:
+    /// # fn demo() {
+    /// let doubler = smarm::spawn_actor(Doubler).unwrap();
+    /// doubler.register("doubler").unwrap();
+    ///
+    /// let found = Addr::<Doubler>::whereis("doubler").unwrap();
+    /// assert_eq!(found.ask(|reply| (21, reply)).wait().unwrap(), 42);
+    /// // The name is held by a `Doubler`, not a `Quiet`.
+    /// assert!(matches!(
+    ///     Addr::<Quiet>::whereis("doubler"),
+    ///     Err(ActorLookupError::WrongType { .. })
+    /// ));
+    /// doubler.stop().unwrap();
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ActorLookupError::NotRegistered`] if nothing live holds the name;
+    /// [`ActorLookupError::NotAnActor`] if a process holds it;
+    /// [`ActorLookupError::WrongType`] if an actor of another type holds
+    /// it; [`ActorLookupError::NotInProcess`] outside a process and off
+    /// any worker (use [`lookup`](Self::lookup) with a runtime handle).
+    pub fn whereis(name: &str) -> Result<Addr<A>, ActorLookupError> {
+        let runtime = process::current_runtime().ok_or(ActorLookupError::NotInProcess)?;
+        Self::lookup(&runtime, name)
+    }
+
+    /// [`whereis`](Self::whereis) in `runtime`, from anywhere.
+    pub fn lookup(runtime: &Runtime, name: &str) -> Result<Addr<A>, ActorLookupError> {
+        let pid = runtime.whereis(name).ok_or(ActorLookupError::NotRegistered)?;
+        let Some(body_type) = runtime.shared.stackless_type(pid) else {
+            // A process; or an actor that ended since the registry looked.
+            return Err(match runtime.is_alive(pid) {
+                true => ActorLookupError::NotAnActor(pid),
+                false => ActorLookupError::NotRegistered,
+            });
+        };
+        if (body_type.id)() != TypeId::of::<A>() {
+            return Err(ActorLookupError::WrongType {
+                pid,
+                expected: core::any::type_name::<A>(),
+                found: (body_type.name)(),
+            });
+        }
+        Ok(Addr::new(pid, runtime.clone()))
+    }
+
     /// The untyped address, for routing and administration.
     pub fn address(&self) -> ActorAddress {
         ActorAddress::new(
@@ -489,7 +577,7 @@ fn spawn_in<A: Actor>(
     parent: Option<Pid>,
 ) -> Result<Addr<A>, SpawnError> {
     let shared = &runtime.shared;
-    let pid = shared.reserve_stackless(worker)?;
+    let pid = shared.reserve_stackless(worker, Cell::<A>::TYPE)?;
     route_install(shared, worker, Envelope::new(pid, Cell::install(pid, actor, parent)));
     Ok(Addr::new(pid, runtime.clone()))
 }

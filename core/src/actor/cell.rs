@@ -4,13 +4,13 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
-use core::any::Any;
+use core::any::{Any, TypeId};
 
 use crate::actor::handler::{Actor, Ctx};
 use crate::actor::system::Env;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
-use crate::kernel::stackless::{CellRef, Driver, NoCell, StacklessCell};
+use crate::kernel::stackless::{BodyType, CellRef, Driver, NoCell, StacklessCell};
 use crate::otp::link::ExitSignal;
 use crate::otp::monitor::Down;
 
@@ -125,6 +125,10 @@ pub(crate) fn take_erased(driver: &Driver<'_>, pid: Pid) -> Option<Box<dyn Erase
 
 impl<A: Actor> Cell<A> {
     const VIEW: &'static View = &View { get: get::<A>, own: own::<A> };
+
+    /// The actor's type, kept in its slot for lookups from any thread.
+    pub(crate) const TYPE: &'static BodyType =
+        &BodyType { id: TypeId::of::<A>, name: core::any::type_name::<A> };
 
     /// The install of a new actor: its cell, boxed once.
     pub(crate) fn install(pid: Pid, actor: A, parent: Option<Pid>) -> Install {

@@ -112,7 +112,7 @@ pub(crate) mod system;
 mod timer;
 
 pub use addr::{spawn_actor, ActorAddress, ActorMonitor, Addr};
-pub use error::ActorSendError;
+pub use error::{ActorLookupError, ActorSendError};
 pub use handler::{Actor, Ctx};
 pub use inbox::{Ask, Disconnected, Inbox, InboxAddr, InboxRecv, RecvError, ReplyTo, TryRecvError};
 pub use services::{

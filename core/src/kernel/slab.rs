@@ -21,12 +21,12 @@ use core::cell::UnsafeCell;
 use smarm_arch::Context;
 use smarm_platform::Stack;
 
-use crate::kernel::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use crate::kernel::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::parker::ThreadWait;
 use crate::kernel::pid::Pid;
 use crate::kernel::spin::RuntimeMutex;
-use crate::kernel::stackless::StacklessCell;
+use crate::kernel::stackless::{BodyType, StacklessCell};
 use crate::kernel::state::StateWord;
 
 /// A boxed process body.
@@ -133,6 +133,11 @@ pub(crate) struct Slot {
     /// context; its worker's plugin runs it (`kernel::stackless`). Written
     /// before the spawn's claim, like `worker`, and constant while live.
     pub(crate) stackless: AtomicBool,
+    /// A stackless body's type, as its plugin described it at the spawn
+    /// (null for a process): readable from any thread, unlike the body.
+    /// Always null or a `&'static BodyType`; written before the spawn's
+    /// claim, like `worker`, and constant while live.
+    pub(crate) body_type: AtomicPtr<BodyType>,
     /// The next entry while the slot sits in the intrusive list of a
     /// worker's wake or spawn queue ([`WakeQueue`](crate::kernel::ring::WakeQueue)):
     /// a process is in at most one queue at a time, so one link is enough.
@@ -158,6 +163,7 @@ impl Slot {
             worker: AtomicUsize::new(0),
             stop: AtomicU8::new(STOP_NONE),
             stackless: AtomicBool::new(false),
+            body_type: AtomicPtr::new(core::ptr::null_mut()),
             link: AtomicU32::new(crate::kernel::ring::NIL),
             body: UnsafeCell::new(SlotBody::default()),
             cold: RuntimeMutex::leaf(Cold::default()),
@@ -177,6 +183,7 @@ impl Slot {
         *cold = Cold::default();
         self.stop.store(STOP_NONE, Ordering::Relaxed);
         self.stackless.store(false, Ordering::Relaxed);
+        self.body_type.store(core::ptr::null_mut(), Ordering::Relaxed);
         self.worker.store(0, Ordering::Relaxed);
         // A reclaimed slot is in no queue: the link is dead until the next
         // push writes it; reset anyway so a stale link is never read.

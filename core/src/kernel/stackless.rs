@@ -64,6 +64,17 @@ pub(crate) trait WorkerPlugin: Any + Send + Sync {
     fn woken(&self, driver: &Driver<'_>, pid: Pid) -> Option<ExitReason>;
 }
 
+/// What a stackless body is, as its plugin describes it when it reserves
+/// the body's slot: readable from any thread (for lookups that check a
+/// type), unlike the body's cell. One `'static` description per type.
+#[derive(Debug)]
+pub(crate) struct BodyType {
+    /// The type's id.
+    pub(crate) id: fn() -> TypeId,
+    /// The type's name, for errors.
+    pub(crate) name: fn() -> &'static str,
+}
+
 /// The context an envelope for a stackless body is delivered with: the
 /// driver of the target's worker.
 pub(crate) struct OnDriver;
@@ -442,7 +453,11 @@ impl Shared {
     /// until it ends ([`Driver::end`], or a stop). The caller
     /// (the plugin) installs the body's cell on that worker's next pass
     /// ([`Driver::install`]).
-    pub(crate) fn reserve_stackless(&self, worker: usize) -> Result<Pid, SpawnError> {
+    pub(crate) fn reserve_stackless(
+        &self,
+        worker: usize,
+        body_type: &'static BodyType,
+    ) -> Result<Pid, SpawnError> {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
         }
@@ -451,8 +466,10 @@ impl Shared {
         let slot = self.slot_at(index);
         let generation = slot.generation();
         slot.stackless.store(true, Ordering::Relaxed);
+        slot.body_type.store(core::ptr::from_ref(body_type).cast_mut(), Ordering::Relaxed);
         slot.worker.store(worker, Ordering::Relaxed);
-        // Release (inside the claim) publishes the body flag and the worker.
+        // Release (inside the claim) publishes the body flag, its type and
+        // the worker.
         let claimed = slot.state.claim_parked(generation);
         debug_assert!(claimed.is_ok(), "free-list slot {index} was not Vacant");
         Ok(Pid::from_parts(index, generation))
@@ -492,6 +509,23 @@ impl Shared {
             return None;
         }
         Some(slot.worker.load(Ordering::Relaxed))
+    }
+
+    /// The type of the live stackless body `pid`, as its plugin described
+    /// it; `None` if `pid` is not one (a process, or dead).
+    pub(crate) fn stackless_type(&self, pid: Pid) -> Option<&'static BodyType> {
+        let slot = self.slot(pid.index())?;
+        self.stackless_worker_of(slot, pid)?;
+        let body_type = slot.body_type.load(Ordering::Relaxed);
+        // Re-checked after the read: a reclaim in between (another body's
+        // type) is not taken for this pid's.
+        if slot.state.snapshot().generation() != pid.generation() {
+            return None;
+        }
+        // SAFETY: the field is only ever null or a `&'static BodyType`
+        // (`reserve_stackless`, `Slot::reset`), so a non-null pointer is
+        // valid for reads for `'static`.
+        unsafe { body_type.as_ref() }
     }
 
     /// The pid of the live stackless body in slot `index`, if any.

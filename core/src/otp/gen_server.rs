@@ -258,7 +258,7 @@ impl<G: GenServer> Server<G> {
             // Listed for `whereis`. A server that already ended (and so
             // could not unlist itself) is unlisted here.
             let servers = runtime.shared.servers();
-            servers.insert(handle.pid(), &inbox_tx);
+            servers.insert(handle.pid(), &inbox_tx, core::any::type_name::<G>());
             if !runtime.is_alive(handle.pid()) {
                 servers.remove(handle.pid());
             }
@@ -321,8 +321,18 @@ impl ChildSpec {
 pub enum ServerLookupError {
     /// No live process is registered under the name.
     NotRegistered,
-    /// The name's holder is not a running server of the type asked for.
+    /// The name's holder is not a running server: a plain process, or a
+    /// server no reference keeps alive any more.
     NotAServer(Pid),
+    /// The name's holder is a running server of another type.
+    WrongType {
+        /// The holder.
+        pid: Pid,
+        /// The server type asked for.
+        expected: &'static str,
+        /// The holder's server type.
+        found: &'static str,
+    },
     /// Called outside a process: use [`ServerRef::lookup`] with a runtime.
     NotInProcess,
 }
@@ -331,8 +341,9 @@ impl fmt::Display for ServerLookupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ServerLookupError::NotRegistered => f.write_str("no live process is registered under that name"),
-            ServerLookupError::NotAServer(pid) => {
-                write!(f, "{pid} is not a running server of the type asked for")
+            ServerLookupError::NotAServer(pid) => write!(f, "{pid} is not a running server"),
+            ServerLookupError::WrongType { pid, expected, found } => {
+                write!(f, "{pid} is a server of type {found}, not {expected}")
             }
             ServerLookupError::NotInProcess => {
                 f.write_str("whereis called outside a process: use ServerRef::lookup with a runtime")
@@ -346,7 +357,21 @@ impl core::error::Error for ServerLookupError {}
 /// directory never keeps a server alive) and type-erased (the lookup
 /// names the type). An entry goes when its server ends, or, if it ended
 /// first, at the next insert that finds it dead.
-struct Directory(RuntimeMutex<BTreeMap<Pid, Box<dyn Any + Send>>>);
+struct Directory(RuntimeMutex<BTreeMap<Pid, Listed>>);
+
+/// A server's directory entry: its inbox, weakly, and its type's name.
+struct Listed {
+    inbox: Box<dyn Any + Send>,
+    type_name: &'static str,
+}
+
+/// Why the directory gave no inbox.
+enum Unfound {
+    /// No entry, or its server has gone.
+    Gone,
+    /// A server of the named type.
+    Other(&'static str),
+}
 
 impl Shared {
     fn servers(&self) -> Arc<Directory> {
@@ -355,8 +380,8 @@ impl Shared {
 }
 
 impl Directory {
-    fn insert<M: Send + 'static>(&self, pid: Pid, inbox: &Sender<M>) {
-        self.0.lock().insert(pid, Box::new(inbox.downgrade()));
+    fn insert<M: Send + 'static>(&self, pid: Pid, inbox: &Sender<M>, type_name: &'static str) {
+        self.0.lock().insert(pid, Listed { inbox: Box::new(inbox.downgrade()), type_name });
     }
 
     fn remove(&self, pid: Pid) {
@@ -365,9 +390,16 @@ impl Directory {
         drop(gone);
     }
 
-    fn find<M: Send + 'static>(&self, pid: Pid) -> Option<Sender<M>> {
-        let weak = self.0.lock().get(&pid)?.downcast_ref::<WeakSender<M>>()?.clone();
-        weak.upgrade()
+    fn find<M: Send + 'static>(&self, pid: Pid) -> Result<Sender<M>, Unfound> {
+        let weak = {
+            let directory = self.0.lock();
+            let listed = directory.get(&pid).ok_or(Unfound::Gone)?;
+            match listed.inbox.downcast_ref::<WeakSender<M>>() {
+                Some(weak) => weak.clone(),
+                None => return Err(Unfound::Other(listed.type_name)),
+            }
+        };
+        weak.upgrade().ok_or(Unfound::Gone)
     }
 }
 
@@ -416,9 +448,10 @@ impl<G: GenServer> ServerRef<G> {
     /// # Errors
     ///
     /// [`ServerLookupError::NotRegistered`] if no live process holds the name;
-    /// [`ServerLookupError::NotAServer`] if its holder is not a running server of
-    /// type `G` (another kind of process, or a server of another type, or
-    /// one no reference keeps alive any more); [`ServerLookupError::NotInProcess`]
+    /// [`ServerLookupError::NotAServer`] if its holder is not a running server
+    /// (another kind of process, or one no reference keeps alive any
+    /// more); [`ServerLookupError::WrongType`] if it is a server of another
+    /// type; [`ServerLookupError::NotInProcess`]
     /// outside a process (use [`lookup`](Self::lookup) with a runtime
     /// handle).
     pub fn whereis(name: &str) -> Result<ServerRef<G>, ServerLookupError> {
@@ -429,8 +462,12 @@ impl<G: GenServer> ServerRef<G> {
     /// [`whereis`](Self::whereis) in `runtime`, from anywhere.
     pub fn lookup(runtime: &Runtime, name: &str) -> Result<ServerRef<G>, ServerLookupError> {
         let pid = runtime.whereis(name).ok_or(ServerLookupError::NotRegistered)?;
-        let inbox =
-            runtime.shared.servers().find::<Envelope<G>>(pid).ok_or(ServerLookupError::NotAServer(pid))?;
+        let inbox = runtime.shared.servers().find::<Envelope<G>>(pid).map_err(|unfound| match unfound {
+            Unfound::Gone => ServerLookupError::NotAServer(pid),
+            Unfound::Other(found) => {
+                ServerLookupError::WrongType { pid, expected: core::any::type_name::<G>(), found }
+            }
+        })?;
         Ok(ServerRef { pid, inbox })
     }
 
