@@ -17,7 +17,7 @@
 //!    figure; then release them all and join.
 //!
 //! - `smarm/process`: [`smarm::run`], one worker, the default
-//!   configuration (no `max_actors` cap: the slab grows; 256 KiB stacks,
+//!   configuration (no `max_processes` cap: the slab grows; 256 KiB stacks,
 //!   committed lazily).
 //! - `smarm/process_1m`: the same with 1,000,000 parked at once (100,000
 //!   under `benches/run.sh --quick`). Its note also gives the resident set

@@ -5,7 +5,7 @@
 //! (0 + 1 + … + 999,999).
 //!
 //! - `smarm/processes_channels`: processes and unbounded [`smarm::channel`]s
-//!   under [`smarm::run_with`] — one worker, no `max_actors` cap (the
+//!   under [`smarm::run_with`] — one worker, no `max_processes` cap (the
 //!   default) and 16 KiB stacks (see [`smarm_config`]);
 //! - `tokio/tasks_mpsc`: tasks and unbounded `tokio::sync::mpsc` channels on
 //!   a `current_thread` runtime;
@@ -52,7 +52,7 @@ fn total(leaves: u64) -> u64 {
 /// Every process of the tree: 1 + 10 + … + 10^6.
 const TREE_PROCESSES: usize = 1_111_111;
 
-/// The smarm configuration for the tree: the default (no `max_actors`
+/// The smarm configuration for the tree: the default (no `max_processes`
 /// cap: the slab grows to hold the whole tree at once), and stacks at the
 /// hosted minimum of
 /// 64 KiB (a node needs well under 4 KiB; the floor is what a panic with a

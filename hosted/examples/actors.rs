@@ -117,7 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "worker", "actors", "handled", "transfers", "panics", "stopped"
     );
     for w in 0..rt.worker_count() {
-        let s = rt.worker_stats(w).actors;
+        let s = rt.worker_stats(w)?.actors;
         println!(
             "{:<7} {:>7} {:>8} {:>11} {:>6} {:>7}",
             w, s.actors, s.handled, s.transfers_in, s.panics, s.stopped
@@ -147,7 +147,10 @@ fn supervised_crash() -> Result<(u64, smarm::Pid, smarm::Pid), String> {
         smarm::sleep(Duration::from_millis(1));
         second = sup.child_pid("flaky").map_err(|e| e.to_string())?.ok_or("no child")?;
     }
-    let restarts = (0..rt.worker_count()).map(|w| rt.actor_stats(w).restarts).sum();
+    let restarts = (0..rt.worker_count())
+        .map(|w| rt.actor_stats(w).map(|s| s.restarts))
+        .sum::<Result<u64, _>>()
+        .map_err(|e| e.to_string())?;
     sup.stop().map_err(|e| e.to_string())?;
     Ok((restarts, first, second))
 }

@@ -85,7 +85,7 @@ fn print_tables(rt: &smarm::Runtime, second: u64) -> usize {
         "worker", "passes", "switches", "spawned", "exited", "ready", "parked"
     );
     for w in 0..rt.worker_count() {
-        let s = rt.worker_stats(w).processes;
+        let s = rt.worker_stats(w).expect("a worker of this runtime").processes;
         println!(
             "{w:<7} {:>10} {:>12} {:>10} {:>10} {:>6} {:>7}",
             s.passes, s.switches, s.spawned, s.exited, s.ready, s.parked

@@ -362,7 +362,7 @@ fn engine_messages(messages: u64) -> Result<(), Box<dyn std::error::Error>> {
     ));
     println!("   {:<7} {:>9} {:>9} {:>10} {:>8}", "worker", "spawned", "exited", "switches", "passes");
     for w in 0..rt.worker_count() {
-        let s = rt.stats(w);
+        let s = rt.stats(w)?;
         println!("   {w:<7} {:>9} {:>9} {:>10} {:>8}", s.spawned, s.exited, s.switches, s.passes);
     }
     Ok(())
@@ -423,7 +423,7 @@ fn actor_ring(actors: usize, laps: u64) -> Result<(), Box<dyn std::error::Error>
     );
     let mut handled = 0;
     for w in 0..rt.worker_count() {
-        let s = rt.actor_stats(w);
+        let s = rt.actor_stats(w)?;
         handled += s.handled;
         println!("   {w:<7} {:>7} {:>10} {:>12} {:>12}", s.actors, s.handled, s.local_sends, s.cross_sends);
     }

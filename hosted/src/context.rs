@@ -48,8 +48,10 @@ impl HostContext {
     pub(crate) fn external_done(&self) {
         self.runtime.external_done();
         if self.runtime.is_finished() {
-            for worker in 0..self.runtime.worker_count() {
-                self.platform.unpark(self.runtime.park_token(worker));
+            for token in
+                (0..self.runtime.worker_count()).filter_map(|worker| self.runtime.park_token(worker).ok())
+            {
+                self.platform.unpark(token);
             }
         }
     }

@@ -83,7 +83,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`threads`](Builder::threads) | workers, at most [`available_cpus`] | OS threads driving them |
 /// | [`ingress_budget`](Builder::ingress_budget) | 256 | items per ingress drain per pass (0 = unlimited) |
 /// | [`process_budget`](Builder::process_budget) | 64 | processes resumed per pass (0 = unlimited) |
-/// | [`max_actors`](Builder::max_actors) | no cap ([`MAX_ACTORS`](crate::MAX_ACTORS), 2^32 − 1) | most processes alive at once; the slab grows to fit |
+/// | [`max_processes`](Builder::max_processes) | no cap ([`MAX_PROCESSES`](crate::MAX_PROCESSES), 2^32 − 1) | most processes (handler actors included) alive at once; the slab grows to fit |
 /// | [`stack_size`](Builder::stack_size) | 256 KiB | usable bytes per process stack (lazily committed; at least [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), 64 KiB) |
 /// | [`stack_pool_max`](Builder::stack_pool_max) | 16,384 | stacks kept for reuse |
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
@@ -159,12 +159,18 @@ impl Builder {
         self
     }
 
-    /// Caps the processes alive at once (default: no cap but
-    /// [`MAX_ACTORS`](crate::MAX_ACTORS)). Nothing is allocated for the
-    /// cap; the slab grows with the processes.
-    pub fn max_actors(mut self, count: usize) -> Builder {
-        self.config.max_actors = Some(count);
+    /// Caps the processes alive at once, handler actors included (default:
+    /// no cap but [`MAX_PROCESSES`](crate::MAX_PROCESSES)). Nothing is
+    /// allocated for the cap; the slab grows with the processes.
+    pub fn max_processes(mut self, count: usize) -> Builder {
+        self.config.max_processes = Some(count);
         self
+    }
+
+    /// The old name of [`max_processes`](Self::max_processes).
+    #[deprecated(note = "renamed to max_processes: it counts processes and handler actors alike")]
+    pub fn max_actors(self, count: usize) -> Builder {
+        self.max_processes(count)
     }
 
     /// Usable bytes of each process stack: at least
@@ -551,8 +557,10 @@ impl Engine {
             return;
         }
         self.shared.shutdown.store(true, Ordering::Release);
-        for worker in 0..self.runtime.worker_count() {
-            self.context.platform.unpark(self.runtime.park_token(worker));
+        for token in
+            (0..self.runtime.worker_count()).filter_map(|worker| self.runtime.park_token(worker).ok())
+        {
+            self.context.platform.unpark(token);
         }
         for thread in self.threads.drain(..) {
             // A driver thread that panicked (a runtime bug) has already
@@ -581,9 +589,10 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
     let reactor = &services.reactor;
     let _entered = context::enter(context);
     let Some(first) = workers.first() else { return };
-    let token = runtime.park_token(first.id());
+    // The runtime's own workers: each has a token.
+    let Ok(token) = runtime.park_token(first.id()) else { return };
     debug_assert!(
-        workers.iter().all(|worker| ptr::eq(runtime.park_token(worker.id()), token)),
+        workers.iter().all(|worker| runtime.park_token(worker.id()).is_ok_and(|t| ptr::eq(t, token))),
         "a driver's workers share its park token"
     );
     let mut passes = 0u32;

@@ -163,18 +163,21 @@ pub use host::StopSentinel;
 /// Handler actors (re-exported from `smarm-core`).
 pub use smarm_core::actor;
 pub use smarm_core::actor::{
-    ActorStatus, Ask, ExternalSender, Inbox, InboxAddr, ProcessInfo, RemoteEnvelope, RemoteSink, ReplyTo,
-    RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension, WorkerStats,
+    ActorStatus, Ask, ExternalSender, Inbox, InboxAddr, InboxRecvError, InboxTryRecvError, ProcessInfo,
+    RemoteEnvelope, RemoteSink, ReplyTo, RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension,
+    WorkerStats,
 };
 /// A process's state word state, as `list_processes` reports it.
 pub use smarm_core::kernel::state::State as ProcessState;
 // Supervisors and gen_server, each module with its own documentation.
 pub use smarm_core::otp::{gen_server, supervisor};
+#[allow(deprecated)]
+pub use smarm_core::MAX_ACTORS;
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
     spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, ExitReason, Instant, JoinError,
-    JoinHandle, NoPreempt, NoProc, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot, Waker, MAX_ACTORS,
-    MAX_WORKERS,
+    JoinHandle, NoPreempt, NoProc, NoSuchWorker, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot,
+    Waker, MAX_PROCESSES, MAX_WORKERS,
 };
 // Process primitives: channels, select, the actor mutex, monitors, links
 // and the registry (each with its own documentation).
@@ -831,7 +834,10 @@ fn drive_single(single: &mut SingleThreadRuntime, reactor: &io::reactor::Reactor
         // signalled the token, and pending readiness is reported at once,
         // so the park returns at once for either.
         let deadline = single.next_deadline();
-        reactor.park(single.runtime().park_token(0), deadline);
+        // Worker 0 exists: a runtime has at least one worker.
+        if let Ok(token) = single.runtime().park_token(0) {
+            reactor.park(token, deadline);
+        }
     }
 }
 

@@ -195,7 +195,7 @@ impl fmt::Display for StackError {
                 write!(f, "invalid stack size {n}: use a non-zero size below the address space")
             }
             StackError::OutOfMemory => {
-                f.write_str("out of memory for stacks: lower max_actors or stack_size")
+                f.write_str("out of memory for stacks: lower max_processes or stack_size")
             }
         }
     }

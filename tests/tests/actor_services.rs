@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use smarm::actor::{Disconnected, RecvError};
+use smarm::actor::{Disconnected, InboxRecvError};
 use smarm::{
     Actor, ActorAddress, ActorSendError, ActorStatus, Addr, Config, Ctx, ExitReason, RemoteEnvelope,
     RemoteSink, ReplyTo, RuntimeExtension, SpawnInfo, Stepper, WorkerCtx, WorkerExtension,
@@ -118,8 +118,8 @@ fn inbox_everywhere(drive: Drive) {
         let _keep = inbox.addr();
         o.send(Q::Forward(5, inbox.addr())).unwrap();
         assert_eq!(inbox.recv().unwrap(), 5);
-        assert_eq!(inbox.try_recv(), Err(smarm::actor::TryRecvError::Empty));
-        assert_eq!(inbox.recv_timeout(ms(20)), Err(RecvError::Timeout));
+        assert_eq!(inbox.try_recv(), Err(smarm::actor::InboxTryRecvError::Empty));
+        assert_eq!(inbox.recv_timeout(ms(20)), Err(InboxRecvError::Timeout));
         // Through the untyped address (the inbox registry).
         let address = inbox.address();
         address.send(6u64).unwrap();
@@ -140,7 +140,7 @@ fn inbox_everywhere(drive: Drive) {
             (got, timed_out, awaited)
         });
         let (got, timed_out, awaited) = join_thread(thread);
-        assert_eq!((got, timed_out, awaited), (7, Err(RecvError::Timeout), 8));
+        assert_eq!((got, timed_out, awaited), (7, Err(InboxRecvError::Timeout), 8));
         // Dropped: unregistered; later sends get the message back.
         let addr = inbox.addr();
         drop(inbox);
@@ -153,7 +153,7 @@ drive_tests!(inbox_everywhere => inbox_receives_in_processes_threads_and_async_1
 
 /// Tries to wait on an inbox inside its handler.
 struct Impatient {
-    result: Arc<Mutex<Option<RecvError>>>,
+    result: Arc<Mutex<Option<InboxRecvError>>>,
 }
 
 impl Actor for Impatient {
@@ -172,7 +172,7 @@ fn waiting_inside_a_handler_is_refused() {
     let result = Arc::new(Mutex::new(None));
     rt.spawn_actor(Impatient { result: result.clone() }).unwrap().send(()).unwrap();
     while s.try_tick() {}
-    assert_eq!(*result.lock().unwrap(), Some(RecvError::InHandler));
+    assert_eq!(*result.lock().unwrap(), Some(InboxRecvError::NotInProcess));
 }
 
 // -------------------------------------------------------------------- ask
@@ -195,16 +195,19 @@ fn asks(drive: Drive) {
         assert_eq!(from_thread, (6, 8));
         // A reply that never comes: the timeout; the late reply is dropped.
         let late = rt.ask(&o, Q::Hold).wait_timeout(ms(20));
-        assert_eq!(late.err(), Some(RecvError::Timeout));
+        assert_eq!(late.err(), Some(InboxRecvError::Timeout));
         o.send(Q::Release).unwrap();
         wait_until("the late reply was dropped", || drops.load(Ordering::SeqCst) == 1);
         // A target that stops without replying, one that panics, a dead one.
-        assert_eq!(rt.ask(&o, Q::Stop).wait().err(), Some(RecvError::Disconnected(Disconnected::NoReply)));
+        assert_eq!(
+            rt.ask(&o, Q::Stop).wait().err(),
+            Some(InboxRecvError::Disconnected(Disconnected::NoReply))
+        );
         wait_until("stopped", || !o.is_alive());
-        assert_eq!(rt.ask(&o, |r| Q::Double(1, r)).wait().err(), Some(RecvError::NoActor));
+        assert_eq!(rt.ask(&o, |r| Q::Double(1, r)).wait().err(), Some(InboxRecvError::NoActor));
         let (p, _) = oracle(&rt, 0);
         let err = rt.ask(&p, Q::Panic).wait().unwrap_err();
-        assert!(matches!(err, RecvError::Disconnected(_)), "{err:?}");
+        assert!(matches!(err, InboxRecvError::Disconnected(_)), "{err:?}");
     });
 }
 drive_tests!(asks => ask_from_processes_threads_and_async_1, ask_from_processes_threads_and_async_4, ask_from_processes_threads_and_async_engine);
@@ -405,16 +408,16 @@ fn stats_report_real_worker_ids_and_count_every_kind_of_send() {
     }
     while s.try_tick() {}
     assert_eq!(inbox.try_recv(), Ok(2), "the handler ran on worker 2");
-    let w2 = rt.worker_stats(2);
+    let w2 = rt.worker_stats(2).unwrap();
     assert_eq!(w2.worker, 2);
     assert_eq!(w2.actors.actors, 2);
     assert_eq!((w2.actors.local_sends, w2.actors.cross_sends, w2.actors.inbox_sends), (3, 3, 3));
     assert_eq!(w2.actors.handled, 6, "three chats and three local arrivals");
     assert!(w2.actors.pass_time > Duration::ZERO);
-    let w3 = rt.worker_stats(3);
+    let w3 = rt.worker_stats(3).unwrap();
     assert_eq!((w3.actors.actors, w3.actors.handled, w3.actors.transfers_in), (1, 3, 3));
     for w in [0, 1] {
-        assert_eq!(rt.worker_stats(w).actors.actors, 0, "nothing lives on worker {w}");
+        assert_eq!(rt.worker_stats(w).unwrap().actors.actors, 0, "nothing lives on worker {w}");
     }
     // Mismatches, panics, drops and stops.
     chatter.address().send("wrong").unwrap_err();
@@ -424,11 +427,15 @@ fn stats_report_real_worker_ids_and_count_every_kind_of_send() {
     local.send((1, 1)).unwrap();
     local.send((1, 2)).unwrap();
     while s.try_tick() {}
-    assert_eq!(rt.worker_stats(2).actors.mailbox_depth, 2, "the suspended actor's mail waits, counted");
+    assert_eq!(
+        rt.worker_stats(2).unwrap().actors.mailbox_depth,
+        2,
+        "the suspended actor's mail waits, counted"
+    );
     rt.stop_actor(local.pid(), ExitReason::Normal).unwrap();
     while s.try_tick() {}
-    let w2 = rt.worker_stats(2);
-    assert_eq!(w2.actors.mismatches, 2, "refused at the call, and at delivery");
+    let w2 = rt.worker_stats(2).unwrap();
+    assert_eq!(w2.actors.type_mismatches, 2, "refused at the call, and at delivery");
     assert_eq!(w2.actors.dropped, 2, "the suspended actor's two messages");
     assert_eq!(w2.actors.stopped, 1);
     assert_eq!(w2.actors.actors, 1);
@@ -436,7 +443,7 @@ fn stats_report_real_worker_ids_and_count_every_kind_of_send() {
     chatter.stop().unwrap();
     remote.stop().unwrap();
     while s.try_tick() {}
-    assert_eq!(rt.worker_stats(2).actors.stopped, 2);
+    assert_eq!(rt.worker_stats(2).unwrap().actors.stopped, 2);
     assert_eq!(rt.live(), 0);
 }
 
@@ -456,13 +463,13 @@ fn restarts_and_panics_are_counted_where_they_happen() {
         let addr: Addr<Oracle> =
             rt.spawn_actor_on(1, Oracle { held: vec![], drops: Arc::default() }).unwrap();
         assert!(rt.ask(&addr, Q::Panic).wait().is_err());
-        wait_until("panic counted", || rt.actor_stats(1).panics == 1);
+        wait_until("panic counted", || rt.actor_stats(1).unwrap().panics == 1);
         // Kill the supervised child: one restart, counted on the
         // supervisor's worker (0).
         rt.exit(first, first, ExitReason::Killed).unwrap();
         wait_until("restarted", || sup.child_pid("o").unwrap().is_some_and(|p| p != first));
-        assert_eq!(rt.actor_stats(0).restarts, 1);
-        assert_eq!(rt.actor_stats(1).restarts, 0);
+        assert_eq!(rt.actor_stats(0).unwrap().restarts, 1);
+        assert_eq!(rt.actor_stats(1).unwrap().restarts, 0);
         sup.stop().unwrap();
     });
 }
@@ -654,16 +661,16 @@ fn stats_threaded(drive: Drive) {
             assert_eq!(inbox.recv().unwrap(), here as u64, "handled on its own worker");
         }
         wait_until("all arrived", || seen.lock().unwrap().len() == 10);
-        wait_until("stats published", || rt.worker_stats(here).actors.inbox_sends == 5);
-        let s = rt.worker_stats(here).actors;
+        wait_until("stats published", || rt.worker_stats(here).unwrap().actors.inbox_sends == 5);
+        let s = rt.worker_stats(here).unwrap().actors;
         if here == there {
             // The root's five sends to the chatter are local too.
             assert_eq!((s.local_sends, s.cross_sends), (15, 0));
         } else {
             // Counted on the sender's worker: the root's sends on worker 0.
             assert_eq!((s.local_sends, s.cross_sends), (5, 5));
-            assert_eq!(rt.worker_stats(0).actors.cross_sends, 5);
-            wait_until("transfers published", || rt.worker_stats(there).actors.transfers_in >= 5);
+            assert_eq!(rt.worker_stats(0).unwrap().actors.cross_sends, 5);
+            wait_until("transfers published", || rt.worker_stats(there).unwrap().actors.transfers_in >= 5);
         }
         for a in [local.pid(), remote.pid(), chatter.pid()] {
             rt.stop_actor(a, ExitReason::Normal).unwrap();
@@ -671,7 +678,7 @@ fn stats_threaded(drive: Drive) {
         wait_until("stopped", || rt.live() == 1);
         // Published at the workers' next idle pass.
         wait_until("three stops counted", || {
-            (0..workers).map(|w| rt.worker_stats(w).actors.stopped).sum::<u64>() == 3
+            (0..workers).map(|w| rt.worker_stats(w).unwrap().actors.stopped).sum::<u64>() == 3
         });
     });
 }
@@ -773,8 +780,9 @@ fn stats_after_ends_from_outside(drive: Drive) {
     drive.run(move || {
         let rt = smarm::current_runtime().unwrap();
         let me = smarm::self_pid().unwrap();
-        let total =
-            |f: fn(&smarm::ActorStats) -> u64| (0..workers).map(|w| f(&rt.actor_stats(w))).sum::<u64>();
+        let total = |f: fn(&smarm::ActorStats) -> u64| {
+            (0..workers).map(|w| f(&rt.actor_stats(w).unwrap())).sum::<u64>()
+        };
         let mut downs = Vec::new();
         for w in 0..workers {
             let a = rt.spawn_actor_on(w, Idle).unwrap();

@@ -90,14 +90,14 @@ fn advances_every_worker_once(workers: usize) {
     for (w, (_, log)) in actors.iter().enumerate() {
         assert_eq!(*log.started_on.lock().unwrap(), vec![w], "installed on its worker");
     }
-    let passes: Vec<u64> = (0..workers).map(|w| rt.stats(w).passes).collect();
+    let passes: Vec<u64> = (0..workers).map(|w| rt.stats(w).unwrap().passes).collect();
     for (addr, _) in &actors {
         addr.send((0, 0)).unwrap();
     }
     assert!(s.try_tick());
     for (w, (_, log)) in actors.iter().enumerate() {
         assert_eq!(log.seen.lock().unwrap().len(), 1, "worker {w} handled its message in its one pass");
-        assert_eq!(rt.stats(w).passes, passes[w] + 1, "worker {w} made exactly one pass");
+        assert_eq!(rt.stats(w).unwrap().passes, passes[w] + 1, "worker {w} made exactly one pass");
     }
     for (addr, _) in &actors {
         addr.stop().unwrap();
@@ -289,7 +289,7 @@ fn same_worker_sends_are_not_recursive_in_the_current_pass() {
         settle(&mut s);
         assert_eq!(handled.load(Ordering::SeqCst), 4);
         assert_eq!(*log.seen.lock().unwrap(), vec![(0, 3), (0, 2), (0, 1), (0, 0)]);
-        assert!(rt.actor_stats(0).local_sends >= 6, "same-worker sends went through pending_local");
+        assert!(rt.actor_stats(0).unwrap().local_sends >= 6, "same-worker sends went through pending_local");
         a.stop().unwrap();
         b.stop().unwrap();
         settle(&mut s);
@@ -316,7 +316,7 @@ fn transfer_backlog_is_consumed_across_multiple_passes() {
         // Statistics go out at the next idle pass.
         s.try_tick();
         assert_eq!(
-            rt.actor_stats(workers - 1).transfers_in,
+            rt.actor_stats(workers - 1).unwrap().transfers_in,
             10,
             "every message came through the transfer queue"
         );
@@ -342,7 +342,7 @@ fn budget_delayed_spawn_retains_messages_and_stops() {
         assert_eq!(*log.seen.lock().unwrap(), (0..5).map(|i| (0, i)).collect::<Vec<_>>());
         assert_eq!(*log.stopped.lock().unwrap(), vec![ExitReason::Stopped]);
         assert!(!third.is_alive());
-        assert_eq!(rt.actor_stats(0).dropped, 0, "nothing dropped");
+        assert_eq!(rt.actor_stats(0).unwrap().dropped, 0, "nothing dropped");
         for (a, _) in &logs[..2] {
             a.stop().unwrap();
         }
@@ -472,7 +472,7 @@ fn panic_isolation(drive: Drive) {
             matches!(bad.send(4), Err(ActorSendError::NoActor(4))),
             "a send to the dead actor hands the message back"
         );
-        let stats = rt.actor_stats(0);
+        let stats = rt.actor_stats(0).unwrap();
         assert_eq!(stats.panics, 1);
         assert_eq!(stats.dropped, 2, "two messages were left in the poisoned mailbox");
         good.stop().unwrap();
@@ -505,7 +505,7 @@ fn death_crosses_workers(drive: Drive) {
         let (target, _) = recorder(&rt, 0);
         watcher.send(target.pid()).unwrap();
         // Let the monitor be set before the target ends.
-        wait_until("monitor set", || rt.actor_stats(workers - 1).handled >= 1);
+        wait_until("monitor set", || rt.actor_stats(workers - 1).unwrap().handled >= 1);
         target.stop().unwrap();
         wait_until("down delivered", || !downs.lock().unwrap().is_empty());
         let down = downs.lock().unwrap()[0].clone();
@@ -566,7 +566,7 @@ fn single_writer_under_4_threads() {
             rt.spawn_actor_on(w, Spammer { target: target.clone() }).unwrap().send(20_000).unwrap();
         }
         wait_until("all handled", || handled.load(Ordering::SeqCst) == 80_000);
-        assert_eq!(rt.actor_stats(0).panics, 0);
+        assert_eq!(rt.actor_stats(0).unwrap().panics, 0);
         target.stop().unwrap();
     });
 }
@@ -590,7 +590,7 @@ fn untyped_addresses_refuse_the_wrong_type_and_count_it() {
     blind.send(5u8).unwrap();
     settle(&mut s);
     assert_eq!(*log.seen.lock().unwrap(), vec![(7, 1)]);
-    assert_eq!(rt.actor_stats(0).mismatches, 2, "one refused at the call, one at delivery");
+    assert_eq!(rt.actor_stats(0).unwrap().type_mismatches, 2, "one refused at the call, one at delivery");
     // A process's pid is no actor.
     let p = rt.spawn(|| ()).unwrap();
     assert!(matches!(ActorAddress::from_pid(&rt, p.pid()).send(1u8), Err(ActorSendError::NoActor(1))));
@@ -646,14 +646,14 @@ fn links_both_ways(drive: Drive) {
         let log = Log::default();
         let linked = rt.spawn_actor_on(0, Linked { log: log.clone() }).unwrap();
         linked.send(doomed.pid()).unwrap();
-        wait_until("linked", || rt.actor_stats(0).handled >= 1);
+        wait_until("linked", || rt.actor_stats(0).unwrap().handled >= 1);
         // A trapping actor is told instead.
         let exits = Arc::new(Mutex::new(vec![]));
         let trapper = rt.spawn_actor_on(workers - 1, Trapper { exits: exits.clone() }).unwrap();
         trapper.send(doomed.pid()).unwrap();
         // (On one worker both link messages count on worker 0.)
         let links_here = if workers == 1 { 2 } else { 1 };
-        wait_until("trapper linked", || rt.actor_stats(workers - 1).handled >= links_here);
+        wait_until("trapper linked", || rt.actor_stats(workers - 1).unwrap().handled >= links_here);
         go_tx.send(()).unwrap();
         assert!(doomed.join().is_err());
         wait_until("linked actor ended", || !linked.is_alive());
@@ -777,11 +777,11 @@ fn stop_self_discards_the_rest_and_counts_it() {
         let m = rt.monitor(a.pid());
         settle(&mut s);
         assert_eq!(m.rx.try_recv().unwrap().reason, ExitReason::Normal);
-        let stats = rt.actor_stats(0);
+        let stats = rt.actor_stats(0).unwrap();
         assert_eq!((stats.handled, stats.dropped, stats.stopped, stats.actors), (1, 4, 1, 0));
         assert!(matches!(a.send(9), Err(ActorSendError::NoActor(9))));
         assert_eq!(rt.live(), 0);
-        assert_eq!(rt.free_slots(), rt.max_actors(), "the slot came back");
+        assert_eq!(rt.free_slots(), rt.max_processes(), "the slot came back");
     }
 }
 
@@ -880,7 +880,7 @@ fn counted_exchange(drive: Drive, actors: u32, per_actor: u64, hops: u32) {
         let expected = actors as u64 * per_actor;
         wait_until("every message in is a message out", || done.load(Ordering::SeqCst) == expected);
         assert_eq!(done.load(Ordering::SeqCst), expected);
-        let panics: u64 = (0..rt.worker_count()).map(|w| rt.actor_stats(w).panics).sum();
+        let panics: u64 = (0..rt.worker_count()).map(|w| rt.actor_stats(w).unwrap().panics).sum();
         assert_eq!(panics, 0, "no FIFO assertion failed in any handler");
         peers.lock().unwrap().clear();
         for a in &addrs {
@@ -976,9 +976,9 @@ fn an_idle_worker_with_actors_parks() {
     }
     // Let the spinner give up, then count passes over a quiet stretch.
     std::thread::sleep(ms(100));
-    let before = rt.stats(1).passes;
+    let before = rt.stats(1).unwrap().passes;
     std::thread::sleep(ms(100));
-    let after = rt.stats(1).passes;
+    let after = rt.stats(1).unwrap().passes;
     assert!(after - before < 10, "an idle worker made {} passes in 100 ms: it busy-loops", after - before);
     // A send wakes it.
     a.send((0, 1)).unwrap();
@@ -993,7 +993,7 @@ fn an_idle_worker_with_actors_parks() {
 
 #[test]
 fn spawn_errors_are_typed() {
-    let mut s = stepper(2, |c| c.max_actors = Some(2));
+    let mut s = stepper(2, |c| c.max_processes = Some(2));
     let rt = s.runtime().clone();
     assert_eq!(rt.spawn_actor_on(7, OneShot).unwrap_err(), smarm::SpawnError::NoSuchWorker(7));
     assert_eq!(smarm::spawn_actor(OneShot).unwrap_err(), smarm::SpawnError::NotInProcess);

@@ -42,36 +42,41 @@ fn absurd_configs_are_typed_errors() {
     use smarm::{BuildError, ConfigError};
     let err = Engine::builder().workers(1 << 30).build().unwrap_err();
     assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::TooManyWorkers(1 << 30))), "{err}");
-    let beyond = smarm::MAX_ACTORS + 1;
-    let err = Engine::builder().max_actors(beyond).build().unwrap_err();
-    assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::MaxActors(beyond))), "{err}");
-    let err = Engine::builder().max_actors(0).build().unwrap_err();
-    assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::MaxActors(0))), "{err}");
-    let err =
-        smarm::try_run_with(Config { max_actors: Some(usize::MAX), ..Config::default() }, || ()).unwrap_err();
-    assert!(err.to_string().contains("max_actors"), "{err}");
+    let beyond = smarm::MAX_PROCESSES + 1;
+    let err = Engine::builder().max_processes(beyond).build().unwrap_err();
+    assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::MaxProcesses(beyond))), "{err}");
+    let err = Engine::builder().max_processes(0).build().unwrap_err();
+    assert_eq!(err, RunError::Build(BuildError::Config(ConfigError::MaxProcesses(0))), "{err}");
+    let err = smarm::try_run_with(Config { max_processes: Some(usize::MAX), ..Config::default() }, || ())
+        .unwrap_err();
+    assert!(err.to_string().contains("max_processes"), "{err}");
     let err =
         smarm::try_run_with(Config { worker_count: usize::MAX, ..Config::default() }, || ()).unwrap_err();
     assert!(err.to_string().contains("worker_count"), "{err}");
     // The largest allowed sizes are still accepted by validation.
-    let limits =
-        Config { worker_count: smarm::MAX_WORKERS, max_actors: Some(smarm::MAX_ACTORS), ..Config::default() };
+    let limits = Config {
+        worker_count: smarm::MAX_WORKERS,
+        max_processes: Some(smarm::MAX_PROCESSES),
+        ..Config::default()
+    };
     assert_eq!(limits.validate(), Ok(()));
     // The pid index space: a u32 index, less the queues' end marker.
-    assert_eq!(smarm::MAX_ACTORS, u32::MAX as usize);
+    assert_eq!(smarm::MAX_PROCESSES, u32::MAX as usize);
     // The cap allocates nothing: a runtime capped at the whole index space
     // builds at once, and its slab starts empty and grows with its
     // processes.
-    let doubled =
-        smarm::try_run_with(Config { max_actors: Some(smarm::MAX_ACTORS), ..Config::default() }, || {
+    let doubled = smarm::try_run_with(
+        Config { max_processes: Some(smarm::MAX_PROCESSES), ..Config::default() },
+        || {
             let rt = smarm::current_runtime().unwrap();
-            assert_eq!(rt.max_actors(), smarm::MAX_ACTORS);
+            assert_eq!(rt.max_processes(), smarm::MAX_PROCESSES);
             let before = rt.slab_len();
             let handles: Vec<_> = (0..5_000u32).map(|i| smarm::spawn(move || i * 2).unwrap()).collect();
             let sum: u64 = handles.into_iter().map(|h| u64::from(h.join().unwrap())).sum();
             assert!(rt.slab_len() > before && rt.slab_len() <= 5_001, "{}", rt.slab_len());
             sum
-        });
+        },
+    );
     assert_eq!(doubled, Ok(4_999 * 5_000));
 }
 

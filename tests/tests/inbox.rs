@@ -14,18 +14,18 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use smarm::actor::{Disconnected, RecvError, TryRecvError};
+use smarm::actor::{Disconnected, InboxRecvError, InboxTryRecvError};
 use smarm::{Actor, Ctx, Inbox, InboxAddr};
 
 /// Long enough for any send to land; short enough that a regression (a
 /// receive that waits instead of reporting the disconnection) fails soon.
 const BOUND: Duration = Duration::from_secs(5);
 
-const GONE: RecvError = RecvError::Disconnected(Disconnected::NoSenders);
+const GONE: InboxRecvError = InboxRecvError::Disconnected(Disconnected::NoSenders);
 
 /// Receives until the inbox reports something other than a message; every
 /// wait bounded by `BOUND`.
-fn drain<M: Send + 'static>(inbox: &Inbox<M>) -> (Vec<M>, RecvError) {
+fn drain<M: Send + 'static>(inbox: &Inbox<M>) -> (Vec<M>, InboxRecvError) {
     let mut got = vec![];
     loop {
         match inbox.recv_timeout(BOUND) {
@@ -112,7 +112,7 @@ fn holders_end(drive: Drive) {
         let rt = smarm::current_runtime().unwrap();
         let inbox = rt.new_inbox::<u64>();
         // Nothing was connected yet: a receive waits (and times out).
-        assert_eq!(inbox.recv_timeout(ms(10)), Err(RecvError::Timeout));
+        assert_eq!(inbox.recv_timeout(ms(10)), Err(InboxRecvError::Timeout));
         let holders: Vec<_> = (0..6u64)
             .map(|i| rt.spawn_actor_on(i as usize % workers, Holder { to: inbox.addr() }).unwrap())
             .collect();
@@ -131,12 +131,12 @@ fn holders_end(drive: Drive) {
         assert_eq!(got, want, "nothing queued is lost");
         assert_eq!(end, GONE);
         // It stays disconnected, for every way of receiving.
-        assert_eq!(inbox.try_recv(), Err(TryRecvError::Disconnected(Disconnected::NoSenders)));
+        assert_eq!(inbox.try_recv(), Err(InboxTryRecvError::Disconnected(Disconnected::NoSenders)));
         assert_eq!(inbox.recv(), Err(GONE));
         assert_eq!(inbox.recv_timeout(ms(10)), Err(GONE));
         // A new address reconnects it.
         let again = inbox.addr();
-        assert_eq!(inbox.recv_timeout(ms(10)), Err(RecvError::Timeout));
+        assert_eq!(inbox.recv_timeout(ms(10)), Err(InboxRecvError::Timeout));
         again.send(7).unwrap();
         drop(again);
         assert_eq!(inbox.recv_timeout(BOUND), Ok(7));
@@ -246,12 +246,12 @@ fn live_clone(drive: Drive) {
         holder.send(H::SendAndStop(3)).unwrap();
         assert_eq!(inbox.recv_timeout(BOUND), Ok(3));
         // The holder has ended, but a clone lives: the inbox keeps waiting.
-        assert_eq!(inbox.recv_timeout(ms(50)), Err(RecvError::Timeout));
-        assert_eq!(inbox.try_recv(), Err(TryRecvError::Empty));
+        assert_eq!(inbox.recv_timeout(ms(50)), Err(InboxRecvError::Timeout));
+        assert_eq!(inbox.try_recv(), Err(InboxTryRecvError::Empty));
         // A clone of a clone, then the original dropped: still connected.
         let copy = kept.clone();
         drop(kept);
-        assert_eq!(inbox.recv_timeout(ms(20)), Err(RecvError::Timeout));
+        assert_eq!(inbox.recv_timeout(ms(20)), Err(InboxRecvError::Timeout));
         copy.send(4).unwrap();
         drop(copy);
         assert_eq!(drain(&inbox), (vec![4], GONE));
@@ -271,10 +271,10 @@ fn an_untyped_address_turns_disconnection_off() {
         let address = inbox.address();
         let typed = inbox.addr();
         drop(typed);
-        assert_eq!(inbox.recv_timeout(ms(20)), Err(RecvError::Timeout), "not disconnected");
+        assert_eq!(inbox.recv_timeout(ms(20)), Err(InboxRecvError::Timeout), "not disconnected");
         address.send(5u64).unwrap();
         assert_eq!(inbox.recv_timeout(BOUND), Ok(5));
-        assert_eq!(inbox.try_recv(), Err(TryRecvError::Empty));
+        assert_eq!(inbox.try_recv(), Err(InboxTryRecvError::Empty));
     });
 }
 
@@ -295,7 +295,7 @@ fn addresses_inside_queued_messages_count() {
         // The queued message's address keeps it connected until received
         // and dropped.
         let Ok(Link::Me(inner)) = inbox.recv_timeout(BOUND) else { panic!("the message was lost") };
-        assert_eq!(inbox.try_recv().err(), Some(TryRecvError::Empty));
+        assert_eq!(inbox.try_recv().err(), Some(InboxTryRecvError::Empty));
         drop(inner);
         assert_eq!(inbox.recv_timeout(BOUND).err(), Some(GONE));
         // Dropped with its own address queued: no self-deadlock.

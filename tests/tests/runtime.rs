@@ -130,7 +130,7 @@ fn many_spawns(workers: usize, rounds: u64, batch: u64) {
     let (s2, c2) = (sum.clone(), count.clone());
     smarm::run_with(config(workers), move || {
         let rt = smarm::current_runtime().unwrap();
-        let max = rt.max_actors();
+        let max = rt.max_processes();
         for round in 0..rounds {
             let handles: Vec<_> = (0..batch)
                 .map(|i| {
@@ -270,7 +270,7 @@ fn join_reports_panic_message_and_others_continue() {
 
 #[test]
 fn full_slab_is_a_typed_error() {
-    smarm::run_with(Config { max_actors: Some(4), ..Config::default() }, || {
+    smarm::run_with(Config { max_processes: Some(4), ..Config::default() }, || {
         let rt = smarm::current_runtime().unwrap();
         let gate = Arc::new(AtomicBool::new(false));
         let mut held: Vec<_> = (0..3)
@@ -361,13 +361,13 @@ fn self_pid_matches_handle_and_stats_count() {
         assert_eq!(*seen.lock().unwrap(), Some(pid));
         // Statistics are published at the end of a pass; a yield may run
         // on within the same pass (up to `process_budget` resumes).
-        let mut stats = rt.stats(0);
+        let mut stats = rt.stats(0).unwrap();
         for _ in 0..1_000 {
             if stats.exited >= 1 && stats.switches >= 3 {
                 break;
             }
             smarm::yield_now();
-            stats = rt.stats(0);
+            stats = rt.stats(0).unwrap();
         }
         assert!(stats.spawned >= 2 && stats.exited >= 1 && stats.switches >= 3, "{stats:?}");
     });
@@ -392,14 +392,14 @@ fn spawning_into_a_finished_runtime_is_refused() {
         Err(SpawnError::Closed) => {}
         other => panic!("spawn into a finished engine: {other:?}"),
     }
-    assert_eq!(rt.free_slots(), rt.max_actors(), "a refused spawn kept a slot");
+    assert_eq!(rt.free_slots(), rt.max_processes(), "a refused spawn kept a slot");
     assert_eq!(rt.live(), 0);
     assert!(!ran.load(Ordering::SeqCst));
 
     let rt = smarm::run(|| smarm::current_runtime().unwrap());
     assert!(matches!(rt.spawn(|| ()), Err(SpawnError::Closed)));
     assert!(matches!(rt.spawn_on(0, || ()), Err(SpawnError::Closed)));
-    assert_eq!(rt.free_slots(), rt.max_actors());
+    assert_eq!(rt.free_slots(), rt.max_processes());
 }
 
 /// What a process spawns runs as soon as it switches out — before older

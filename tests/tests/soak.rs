@@ -498,7 +498,7 @@ fn ten_thousand_actors_a_million_messages() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(handled.load(Ordering::Relaxed), total * (HOPS as usize + 1));
-    let panics: u64 = (0..rt.worker_count()).map(|w| rt.actor_stats(w).panics).sum();
+    let panics: u64 = (0..rt.worker_count()).map(|w| rt.actor_stats(w).unwrap().panics).sum();
     assert_eq!(panics, 0, "no order assertion failed");
     for a in &addrs {
         a.stop().unwrap();
@@ -641,7 +641,7 @@ fn million_parked(label: &str, count: usize, workers: usize) {
 }
 
 /// A million processes parked at once on the default `Config` — no
-/// `max_actors`, default stacks — first under `smarm::run` (one worker),
+/// `max_processes`, default stacks — first under `smarm::run` (one worker),
 /// then on a two-worker Engine (half the spawns and half the wakes cross
 /// workers, far more than a wake ring holds). One test, so the two
 /// millions are not resident at the same time.

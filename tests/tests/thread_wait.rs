@@ -411,8 +411,8 @@ fn thread_inbox_and_ask(drive: Drive) {
         thread.join().unwrap();
         assert_eq!(answers, (1..=20).map(|n| n * 2).collect::<Vec<_>>());
         assert_eq!(timed, Ok(10));
-        assert_eq!(sat, Err(smarm::actor::RecvError::Timeout));
-        assert_eq!(idle, Err(smarm::actor::RecvError::Timeout));
+        assert_eq!(sat, Err(smarm::actor::InboxRecvError::Timeout));
+        assert_eq!(idle, Err(smarm::actor::InboxRecvError::Timeout));
         assert_eq!(fed, (0..100).collect::<Vec<_>>());
         runtime.stop_actor(actor.pid(), smarm::ExitReason::Normal).unwrap();
     });

@@ -481,7 +481,7 @@ impl ActorAddress {
 
     /// The address of the actor `pid` in `runtime`, its message type
     /// unknown: a send of the wrong type is then refused on delivery
-    /// (counted in the worker's `mismatches`) rather than at the call.
+    /// (counted in the worker's `type_mismatches`) rather than at the call.
     pub fn from_pid(runtime: &Runtime, pid: Pid) -> ActorAddress {
         ActorAddress::new(Target::Local(pid), runtime, None)
     }

@@ -5,7 +5,7 @@
 //! call of smarm uses: a process parks (its worker runs others meanwhile),
 //! a plain OS thread sleeps, async code awaits (they are `Future`s), and a
 //! handler — which must never block its worker — gets
-//! [`RecvError::InHandler`] at once.
+//! [`InboxRecvError::NotInProcess`] at once.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -134,7 +134,7 @@ impl<M: Send + 'static> Slot<M> {
         self.wake(waiter);
     }
 
-    fn poll_now(&self) -> Result<M, TryRecvError> {
+    fn poll_now(&self) -> Result<M, InboxTryRecvError> {
         let mut inner = self.inner.lock();
         if let Some(m) = inner.queue.pop_front() {
             return Ok(m);
@@ -142,31 +142,31 @@ impl<M: Send + 'static> Slot<M> {
         // The more precise reason first: an ended actor drops the request
         // (and its reply handle) before its death is announced.
         if inner.senders == Some(0) {
-            return Err(TryRecvError::Disconnected(self.orphaned));
+            return Err(InboxTryRecvError::Disconnected(self.orphaned));
         }
         if inner.target_died {
-            return Err(TryRecvError::Disconnected(Disconnected::TargetDied));
+            return Err(InboxTryRecvError::Disconnected(Disconnected::TargetDied));
         }
-        Err(TryRecvError::Empty)
+        Err(InboxTryRecvError::Empty)
     }
 
     /// Waits until a message, a disconnection, or `timeout`.
-    fn recv(&self, timeout: Option<Duration>) -> Result<M, RecvError> {
+    fn recv(&self, timeout: Option<Duration>) -> Result<M, InboxRecvError> {
         match self.poll_now() {
             Ok(m) => return Ok(m),
-            Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
-            Err(TryRecvError::Empty) => {}
+            Err(InboxTryRecvError::Disconnected(d)) => return Err(InboxRecvError::Disconnected(d)),
+            Err(InboxTryRecvError::Empty) => {}
         }
         // On a worker's driver outside any process (a handler, a host
         // hook) nothing may sleep: it would stall the whole worker.
-        let now = wait::now().ok_or(RecvError::InHandler)?;
+        let now = wait::now().ok_or(InboxRecvError::NotInProcess)?;
         let deadline = timeout.map(|t| now + t);
         loop {
-            let mut wait = Wait::begin().map_err(|_| RecvError::InHandler)?;
+            let mut wait = Wait::begin().map_err(|_| InboxRecvError::NotInProcess)?;
             if let Some(deadline) = deadline {
                 if wait.expired(Some(deadline)) {
                     wait.retire();
-                    return self.poll_now().map_err(RecvError::after_timeout);
+                    return self.poll_now().map_err(InboxRecvError::after_timeout);
                 }
                 wait.wake_at(deadline);
             }
@@ -180,27 +180,27 @@ impl<M: Send + 'static> Slot<M> {
             };
             if ready {
                 wait.retire();
-                return self.poll_now().map_err(RecvError::after_timeout);
+                return self.poll_now().map_err(InboxRecvError::after_timeout);
             }
             wait.park();
             match self.poll_now() {
                 Ok(m) => return Ok(m),
-                Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
-                Err(TryRecvError::Empty) => {}
+                Err(InboxTryRecvError::Disconnected(d)) => return Err(InboxRecvError::Disconnected(d)),
+                Err(InboxTryRecvError::Empty) => {}
             }
         }
     }
 
-    fn poll_task(&self, cx: &mut Context<'_>) -> Poll<Result<M, RecvError>> {
+    fn poll_task(&self, cx: &mut Context<'_>) -> Poll<Result<M, InboxRecvError>> {
         let mut inner = self.inner.lock();
         if let Some(m) = inner.queue.pop_front() {
             return Poll::Ready(Ok(m));
         }
         if inner.senders == Some(0) {
-            return Poll::Ready(Err(RecvError::Disconnected(self.orphaned)));
+            return Poll::Ready(Err(InboxRecvError::Disconnected(self.orphaned)));
         }
         if inner.target_died {
-            return Poll::Ready(Err(RecvError::Disconnected(Disconnected::TargetDied)));
+            return Poll::Ready(Err(InboxRecvError::Disconnected(Disconnected::TargetDied)));
         }
         inner.waiter = Some(Waiter::from_task(cx.waker()));
         Poll::Pending
@@ -220,69 +220,86 @@ pub enum Disconnected {
     NoSenders,
 }
 
-/// Why a receive returned no message.
+/// Why a receive from an [`Inbox`] or an [`Ask`] returned no message (the
+/// channels' error is [`RecvError`](crate::sync::channel::RecvError)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecvError {
+pub enum InboxRecvError {
     /// The timeout passed first.
     Timeout,
     /// Nothing more can arrive.
     Disconnected(Disconnected),
-    /// Called from a handler (or a host hook) on a worker's driver, where
-    /// waiting would stall the worker: use `try_recv`.
-    InHandler,
+    /// Called where nothing may wait: from a handler (or a host hook) on a
+    /// worker's driver, where waiting would stall the worker (use
+    /// `try_recv`), or from a plain thread on a host that cannot block
+    /// threads. The same case as the channels' `NotInProcess`.
+    NotInProcess,
     /// The request could not be sent: no live actor at the address.
     NoActor,
 }
 
-impl RecvError {
-    fn after_timeout(e: TryRecvError) -> RecvError {
+#[allow(non_upper_case_globals)]
+impl InboxRecvError {
+    /// The old name of [`NotInProcess`](Self::NotInProcess), usable in
+    /// patterns too.
+    #[deprecated(note = "renamed to InboxRecvError::NotInProcess, as the channels name it")]
+    pub const InHandler: InboxRecvError = InboxRecvError::NotInProcess;
+
+    fn after_timeout(e: InboxTryRecvError) -> InboxRecvError {
         match e {
-            TryRecvError::Empty => RecvError::Timeout,
-            TryRecvError::Disconnected(d) => RecvError::Disconnected(d),
+            InboxTryRecvError::Empty => InboxRecvError::Timeout,
+            InboxTryRecvError::Disconnected(d) => InboxRecvError::Disconnected(d),
         }
     }
 }
 
-impl fmt::Display for RecvError {
+impl fmt::Display for InboxRecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecvError::Timeout => f.write_str("timed out waiting for a message"),
-            RecvError::Disconnected(Disconnected::NoReply) => {
+            InboxRecvError::Timeout => f.write_str("timed out waiting for a message"),
+            InboxRecvError::Disconnected(Disconnected::NoReply) => {
                 f.write_str("the reply handle was dropped without a reply (the actor stopped or panicked?)")
             }
-            RecvError::Disconnected(Disconnected::TargetDied) => {
+            InboxRecvError::Disconnected(Disconnected::TargetDied) => {
                 f.write_str("the asked actor died before replying")
             }
-            RecvError::Disconnected(Disconnected::NoSenders) => {
+            InboxRecvError::Disconnected(Disconnected::NoSenders) => {
                 f.write_str("every address of the inbox was dropped (its holders ended?) and it is empty")
             }
-            RecvError::InHandler => {
-                f.write_str("cannot wait inside a handler: it would stall the worker (use try_recv)")
+            InboxRecvError::NotInProcess => {
+                f.write_str("cannot wait here: inside a handler it would stall the worker (use try_recv)")
             }
-            RecvError::NoActor => f.write_str("no live actor at the address: the request was not sent"),
+            InboxRecvError::NoActor => f.write_str("no live actor at the address: the request was not sent"),
         }
     }
 }
-impl core::error::Error for RecvError {}
+impl core::error::Error for InboxRecvError {}
 
-/// Why `try_recv` returned no message.
+/// Why an inbox's `try_recv` (or [`Ask::try_get`]) returned no message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TryRecvError {
+pub enum InboxTryRecvError {
     /// Nothing queued now.
     Empty,
     /// Nothing more can arrive.
     Disconnected(Disconnected),
 }
 
-impl fmt::Display for TryRecvError {
+impl fmt::Display for InboxTryRecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TryRecvError::Empty => f.write_str("nothing queued"),
-            TryRecvError::Disconnected(_) => f.write_str("nothing more can arrive"),
+            InboxTryRecvError::Empty => f.write_str("nothing queued"),
+            InboxTryRecvError::Disconnected(_) => f.write_str("nothing more can arrive"),
         }
     }
 }
-impl core::error::Error for TryRecvError {}
+impl core::error::Error for InboxTryRecvError {}
+
+/// The old name of [`InboxRecvError`].
+#[deprecated(note = "renamed to InboxRecvError (smarm::RecvError is the channels' error)")]
+pub type RecvError = InboxRecvError;
+
+/// The old name of [`InboxTryRecvError`].
+#[deprecated(note = "renamed to InboxTryRecvError (smarm::TryRecvError is the channels' error)")]
+pub type TryRecvError = InboxTryRecvError;
 
 /// A type-erased inbox, for sends through an untyped address.
 pub(crate) trait ErasedInbox: Send + Sync {
@@ -341,10 +358,10 @@ impl<M: Send + 'static> Inbox<M> {
     /// and each clone — counts as a sender. When the last one is dropped
     /// (its holder ended, was stopped, or panicked and was dropped), the
     /// messages already queued are still received, in order; after them
-    /// `recv` returns `Err(RecvError::Disconnected(Disconnected::NoSenders))`
+    /// `recv` returns `Err(InboxRecvError::Disconnected(Disconnected::NoSenders))`
     /// at once instead of waiting forever, and so do
     /// [`recv_timeout`](Self::recv_timeout), [`recv_async`](Self::recv_async)
-    /// and [`try_recv`](Self::try_recv) (as `TryRecvError::Disconnected`).
+    /// and [`try_recv`](Self::try_recv) (as `InboxTryRecvError::Disconnected`).
     /// Nothing queued is lost. Rules:
     ///
     /// - An inbox that never had a typed address waits as before: it is
@@ -359,7 +376,7 @@ impl<M: Send + 'static> Inbox<M> {
     /// ```no_run
     /// # use smarm_core as smarm;
     /// # fn demo(runtime: &smarm::Runtime) {
-    /// use smarm::actor::{Disconnected, RecvError};
+    /// use smarm::actor::{Disconnected, InboxRecvError};
     ///
     /// let inbox = runtime.new_inbox::<u64>();
     /// for n in 0..3 {
@@ -372,24 +389,24 @@ impl<M: Send + 'static> Inbox<M> {
     ///     match inbox.recv() {
     ///         Ok(n) => sum += n,
     ///         // Every address is gone and all three were received.
-    ///         Err(RecvError::Disconnected(Disconnected::NoSenders)) => break,
+    ///         Err(InboxRecvError::Disconnected(Disconnected::NoSenders)) => break,
     ///         Err(e) => panic!("{e}"),
     ///     }
     /// }
     /// assert_eq!(sum, 3);
     /// # }
     /// ```
-    pub fn recv(&self) -> Result<M, RecvError> {
+    pub fn recv(&self) -> Result<M, InboxRecvError> {
         self.slot.recv(None)
     }
 
     /// [`recv`](Self::recv), giving up after `timeout`.
-    pub fn recv_timeout(&self, timeout: Duration) -> Result<M, RecvError> {
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<M, InboxRecvError> {
         self.slot.recv(Some(timeout))
     }
 
     /// The next message if one is queued.
-    pub fn try_recv(&self) -> Result<M, TryRecvError> {
+    pub fn try_recv(&self) -> Result<M, InboxTryRecvError> {
         self.slot.poll_now()
     }
 
@@ -447,7 +464,7 @@ impl<M: Send + 'static> fmt::Debug for InboxRecv<'_, M> {
 }
 
 impl<M: Send + 'static> Future for InboxRecv<'_, M> {
-    type Output = Result<M, RecvError>;
+    type Output = Result<M, InboxRecvError>;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.inbox.slot.poll_task(cx)
     }
@@ -609,35 +626,35 @@ impl<R: Send + 'static> fmt::Debug for Ask<R> {
 
 impl<R: Send + 'static> Ask<R> {
     /// Waits for the reply.
-    pub fn wait(self) -> Result<R, RecvError> {
+    pub fn wait(self) -> Result<R, InboxRecvError> {
         if self.not_sent {
-            return Err(RecvError::NoActor);
+            return Err(InboxRecvError::NoActor);
         }
         self.slot.recv(None)
     }
 
     /// Waits for the reply at most `timeout`.
-    pub fn wait_timeout(self, timeout: Duration) -> Result<R, RecvError> {
+    pub fn wait_timeout(self, timeout: Duration) -> Result<R, InboxRecvError> {
         if self.not_sent {
-            return Err(RecvError::NoActor);
+            return Err(InboxRecvError::NoActor);
         }
         self.slot.recv(Some(timeout))
     }
 
     /// The reply if it has arrived.
-    pub fn try_get(&self) -> Result<R, TryRecvError> {
+    pub fn try_get(&self) -> Result<R, InboxTryRecvError> {
         if self.not_sent {
-            return Err(TryRecvError::Disconnected(Disconnected::TargetDied));
+            return Err(InboxTryRecvError::Disconnected(Disconnected::TargetDied));
         }
         self.slot.poll_now()
     }
 }
 
 impl<R: Send + 'static> Future for Ask<R> {
-    type Output = Result<R, RecvError>;
+    type Output = Result<R, InboxRecvError>;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if self.not_sent {
-            return Poll::Ready(Err(RecvError::NoActor));
+            return Poll::Ready(Err(InboxRecvError::NoActor));
         }
         self.slot.poll_task(cx)
     }

@@ -114,7 +114,9 @@ mod timer;
 pub use addr::{spawn_actor, ActorAddress, ActorMonitor, Addr};
 pub use error::{ActorLookupError, ActorSendError};
 pub use handler::{Actor, Ctx};
-pub use inbox::{Ask, Disconnected, Inbox, InboxAddr, InboxRecv, RecvError, ReplyTo, TryRecvError};
+pub use inbox::{Ask, Disconnected, Inbox, InboxAddr, InboxRecv, InboxRecvError, InboxTryRecvError, ReplyTo};
+#[allow(deprecated)]
+pub use inbox::{RecvError, TryRecvError};
 pub use services::{
     ActorInfo, ActorStatus, AlreadySet, ExternalSender, ProcessInfo, RemoteEnvelope, RemoteSink,
     RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension, WorkerStats,

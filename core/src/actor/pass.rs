@@ -175,7 +175,7 @@ impl ActorSystem {
         s.restarts.store(c.restarts.get(), Ordering::Relaxed);
         s.pass_ticks.store(c.pass_ticks.get(), Ordering::Relaxed);
         s.transfers_in.store(c.transfers_in.get(), Ordering::Relaxed);
-        s.mismatches.store(c.mismatches.get(), Ordering::Relaxed);
+        s.type_mismatches.store(c.type_mismatches.get(), Ordering::Relaxed);
         s.panics.store(c.panics.get(), Ordering::Relaxed);
         s.dropped.store(c.dropped.get(), Ordering::Relaxed);
         s.stopped.store(c.stopped.get(), Ordering::Relaxed);

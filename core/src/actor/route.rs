@@ -31,7 +31,7 @@ impl<M: Send + 'static> Deliver<OnDriver> for Msg<M> {
                     bump(&local.counters.depth, 1);
                     local.mark_runnable(dest, cell.queued());
                 }
-                None => bump(&local.counters.mismatches, 1),
+                None => bump(&local.counters.type_mismatches, 1),
             });
         match (found, msg) {
             (Err(NoCell::Pending), Some(msg)) => Err(Msg(msg)),

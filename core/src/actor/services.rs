@@ -22,7 +22,7 @@ use crate::actor::route::{end, route_admin};
 use crate::actor::system::{bump, ActorStats, ActorSystem, Env};
 use crate::kernel::atomic::Ordering;
 use crate::kernel::current;
-use crate::kernel::error::NoProc;
+use crate::kernel::error::{NoProc, NoSuchWorker};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Runtime;
@@ -204,8 +204,20 @@ impl Runtime {
 
     /// Statistics of worker `worker`: its processes and its actors, as of
     /// its last pass.
-    pub fn worker_stats(&self, worker: usize) -> WorkerStats {
-        WorkerStats { worker, processes: self.stats(worker), actors: self.actor_stats(worker) }
+    ///
+    /// ```no_run
+    /// # use smarm_core as smarm;
+    /// fn report(runtime: &smarm::Runtime) {
+    ///     for worker in 0..runtime.worker_count() {
+    ///         let stats = runtime.worker_stats(worker).expect("a worker of this runtime");
+    ///         println!("worker {worker}: {} passes, {} actors", stats.processes.passes, stats.actors.actors);
+    ///     }
+    ///     // A worker the runtime does not have is an error, not a panic.
+    ///     assert!(runtime.worker_stats(runtime.worker_count()).is_err());
+    /// }
+    /// ```
+    pub fn worker_stats(&self, worker: usize) -> Result<WorkerStats, NoSuchWorker> {
+        Ok(WorkerStats { worker, processes: self.stats(worker)?, actors: self.actor_stats(worker)? })
     }
 
     /// Sends from threads that drive no worker, so far.
@@ -391,7 +403,8 @@ pub(crate) fn system_info(env: &Env<'_>) -> SystemInfo {
     let shared = env.shared;
     let runtime = &env.local.runtime;
     let system = ActorSystem::of(shared);
-    let total_actors = (0..runtime.worker_count()).map(|w| runtime.actor_stats(w).actors).sum();
+    let total_actors =
+        (0..runtime.worker_count()).map(|w| runtime.actor_stats(w).map_or(0, |stats| stats.actors)).sum();
     SystemInfo {
         worker_id: env.local.worker,
         num_workers: runtime.worker_count(),

@@ -13,6 +13,7 @@ use core::cell::{Cell as StdCell, RefCell};
 use crate::actor::extension::{RemoteSink, RuntimeExtension, WorkerExtension};
 use crate::actor::timer::ActorTimers;
 use crate::kernel::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::kernel::error::NoSuchWorker;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
@@ -37,7 +38,8 @@ pub(crate) struct Published {
     pub(crate) restarts: AtomicU64,
     /// Timestamp-counter ticks (converted to time when read).
     pub(crate) pass_ticks: AtomicU64,
-    pub(crate) mismatches: AtomicU64,
+    /// Type mismatches found at delivery.
+    pub(crate) type_mismatches: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) stopped: AtomicU64,
@@ -65,7 +67,7 @@ pub(crate) struct Counters {
     pub(crate) unpublished: StdCell<bool>,
     /// Entries in the mailboxes of this worker's actors.
     pub(crate) depth: StdCell<u64>,
-    pub(crate) mismatches: StdCell<u64>,
+    pub(crate) type_mismatches: StdCell<u64>,
     pub(crate) panics: StdCell<u64>,
     pub(crate) dropped: StdCell<u64>,
     pub(crate) stopped: StdCell<u64>,
@@ -255,29 +257,34 @@ pub(crate) fn count_external(shared: &Shared) {
 }
 
 impl Runtime {
-    /// Per-worker actor statistics of worker `worker` (see [`ActorStats`]
-    /// for when they are published).
-    pub fn actor_stats(&self, worker: usize) -> ActorStats {
+    /// Statistics of worker `worker`'s actors (see [`ActorStats`] for when
+    /// they are published).
+    pub fn actor_stats(&self, worker: usize) -> Result<ActorStats, NoSuchWorker> {
+        let restarts = self.restarts(worker)?;
         let Some(system) = ActorSystem::get(&self.shared) else {
-            return ActorStats { restarts: self.restarts(worker), ..ActorStats::default() };
+            return Ok(ActorStats { restarts, ..ActorStats::default() });
         };
-        let Some(s) = system.stats.get(worker) else { return ActorStats::default() };
+        let Some(s) = system.stats.get(worker) else { return Err(NoSuchWorker(worker)) };
         let load = |c: &crate::kernel::atomic::AtomicU64| c.load(Ordering::Relaxed);
-        ActorStats {
+        let type_mismatches = load(&s.type_mismatches) + load(&s.refused);
+        // The deprecated field is filled too, with the same count.
+        #[allow(deprecated)]
+        Ok(ActorStats {
             actors: load(&s.actors),
             mailbox_depth: load(&s.mailbox_depth),
             handled: load(&s.handled),
             local_sends: load(&s.local_sends),
             cross_sends: load(&s.cross_sends),
             inbox_sends: load(&s.inbox_sends),
-            restarts: self.restarts(worker),
+            restarts,
             pass_time: core::time::Duration::from_nanos(self.shared.ticks_to_nanos(load(&s.pass_ticks))),
             transfers_in: load(&s.transfers_in),
-            mismatches: load(&s.mismatches) + load(&s.refused),
+            type_mismatches,
+            mismatches: type_mismatches,
             panics: load(&s.panics),
             dropped: load(&s.dropped),
             stopped: load(&s.stopped),
-        }
+        })
     }
 }
 
@@ -301,8 +308,13 @@ pub struct ActorStats {
     /// Envelopes taken from its transfer queue (from other workers and
     /// from outside).
     pub transfers_in: u64,
-    /// Messages refused for their type: at the sender (an untyped address
-    /// that knew the type) or at delivery.
+    /// Type mismatches: messages refused for their type, at the sender (an
+    /// untyped address that knew the type) or at delivery.
+    pub type_mismatches: u64,
+    /// The old name of [`type_mismatches`](Self::type_mismatches), filled
+    /// with the same count. A field cannot have an alias, so this one stays
+    /// until it is removed; read `type_mismatches` instead.
+    #[deprecated(note = "renamed to type_mismatches")]
     pub mismatches: u64,
     /// Actors poisoned by a panicking handler.
     pub panics: u64,

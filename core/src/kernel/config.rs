@@ -31,23 +31,30 @@ pub struct Config {
     /// runnable again on the next pass, after every other runnable actor
     /// of its worker has had its turn.
     pub actor_message_budget: usize,
-    /// An optional cap on the processes alive at once. Default `None`: no
-    /// cap but the pid index space, [`MAX_ACTORS`] (4,294,967,295). Spawning
+    /// An optional cap on the processes alive at once — every pid counts:
+    /// stackful processes and handler actors alike. Default `None`: no cap
+    /// but the pid index space, [`MAX_PROCESSES`] (4,294,967,295). Spawning
     /// beyond the cap is `SpawnError::Full`.
     ///
     /// Nothing is allocated for the cap: the slab grows in segments of
     /// doubling size as processes are spawned (memory follows the most
-    /// processes alive at once, about 280 bytes per slot on 64-bit targets), and its
+    /// processes alive at once, about 350 bytes per slot on 64-bit targets), and its
     /// segments are kept for reuse until the runtime is dropped.
     ///
     /// ```
     /// # use smarm_core as smarm;
     /// use smarm::Config;
     /// // At most 10,000 processes alive at once.
-    /// let capped = Config { max_actors: Some(10_000), ..Config::default() };
-    /// assert_eq!(capped.actor_limit(), 10_000);
-    /// assert_eq!(Config::default().actor_limit(), smarm::MAX_ACTORS);
+    /// let capped = Config { max_processes: Some(10_000), ..Config::default() };
+    /// assert_eq!(capped.process_limit(), 10_000);
+    /// assert_eq!(Config::default().process_limit(), smarm::MAX_PROCESSES);
     /// ```
+    pub max_processes: Option<usize>,
+    /// The old name of [`max_processes`](Self::max_processes), still
+    /// honoured: used when `max_processes` is `None` (and checked the same
+    /// way, as [`ConfigError::MaxActors`]). A field cannot have an alias,
+    /// so this one stays until it is removed; set `max_processes` instead.
+    #[deprecated(note = "renamed to max_processes: it counts processes and handler actors alike")]
     pub max_actors: Option<usize>,
     /// Usable bytes of each process stack. Default 256 KiB (lazily
     /// committed: a process that touches one page costs one page).
@@ -101,12 +108,15 @@ pub struct Config {
 }
 
 impl Default for Config {
+    // The deprecated field is part of the value.
+    #[allow(deprecated)]
     fn default() -> Self {
         Config {
             worker_count: 1,
             worker_ingress_budget: 256,
             process_budget: 64,
             actor_message_budget: 64,
+            max_processes: None,
             max_actors: None,
             stack_size: 256 * 1024,
             stack_pool_max: None,
@@ -126,8 +136,12 @@ pub enum ConfigError {
     NoWorkers,
     /// `worker_count` is above [`MAX_WORKERS`].
     TooManyWorkers(usize),
-    /// `max_actors`, when set, must be at least 1 and at most
-    /// [`MAX_ACTORS`].
+    /// `max_processes`, when set, must be at least 1 and at most
+    /// [`MAX_PROCESSES`].
+    MaxProcesses(usize),
+    /// The deprecated `max_actors`, when set (and `max_processes` is not),
+    /// must be at least 1 and at most [`MAX_PROCESSES`].
+    #[deprecated(note = "max_actors was renamed to max_processes, checked as ConfigError::MaxProcesses")]
     MaxActors(usize),
     /// `stack_size` is below the smallest the runtime's host accepts.
     StackTooSmall {
@@ -139,13 +153,20 @@ pub enum ConfigError {
 }
 
 impl core::fmt::Display for ConfigError {
+    #[allow(deprecated)]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ConfigError::NoWorkers => f.write_str("worker_count must be at least 1"),
             ConfigError::TooManyWorkers(n) => {
                 write!(f, "worker_count {n} out of range: use 1 ..= {MAX_WORKERS}")
             }
-            ConfigError::MaxActors(n) => write!(f, "max_actors {n} out of range: use 1 ..= {MAX_ACTORS}"),
+            ConfigError::MaxProcesses(n) => {
+                write!(f, "max_processes {n} out of range: use 1 ..= {MAX_PROCESSES}")
+            }
+            ConfigError::MaxActors(n) => write!(
+                f,
+                "max_actors {n} out of range: use 1 ..= {MAX_PROCESSES} (and set max_processes, its new name)"
+            ),
             ConfigError::StackTooSmall { size, minimum } => write!(
                 f,
                 "stack_size {size} too small: use at least {minimum} bytes ({} KiB)",
@@ -163,11 +184,16 @@ pub const MAX_WORKERS: usize = 1024;
 
 /// The most processes a runtime can hold at once: the pid index space,
 /// 2^32 − 1 = 4,294,967,295 (a pid's index is a `u32`, and index
-/// `u32::MAX` is the wake queues' end-of-list marker). This is the limit
-/// when `Config::max_actors` is `None`; memory for the slab is taken as it
-/// grows, and a segment that cannot be allocated fails that spawn with
-/// `SpawnError::OutOfMemory`, never an abort.
-pub const MAX_ACTORS: usize = crate::kernel::segments::SEGMENTS_MAX_LEN;
+/// `u32::MAX` is the wake queues' end-of-list marker), handler actors
+/// included. This is the limit when `Config::max_processes` is `None`;
+/// memory for the slab is taken as it grows, and a segment that cannot be
+/// allocated fails that spawn with `SpawnError::OutOfMemory`, never an
+/// abort.
+pub const MAX_PROCESSES: usize = crate::kernel::segments::SEGMENTS_MAX_LEN;
+
+/// The old name of [`MAX_PROCESSES`].
+#[deprecated(note = "renamed to MAX_PROCESSES: it counts processes and handler actors alike")]
+pub const MAX_ACTORS: usize = MAX_PROCESSES;
 
 /// The smallest `stack_size` the core accepts from any host (a bare-metal
 /// host, which does not unwind, needs no more): room for the
@@ -196,9 +222,15 @@ impl Config {
         if self.worker_count > MAX_WORKERS {
             return Err(ConfigError::TooManyWorkers(self.worker_count));
         }
-        if let Some(cap) = self.max_actors {
-            if cap == 0 || cap > MAX_ACTORS {
-                return Err(ConfigError::MaxActors(cap));
+        let out_of_range = |cap: usize| cap == 0 || cap > MAX_PROCESSES;
+        match self.max_processes {
+            Some(cap) if out_of_range(cap) => return Err(ConfigError::MaxProcesses(cap)),
+            Some(_) => {}
+            #[allow(deprecated)]
+            None => {
+                if let Some(cap) = self.max_actors.filter(|&cap| out_of_range(cap)) {
+                    return Err(ConfigError::MaxActors(cap));
+                }
             }
         }
         if self.stack_size < minimum {
@@ -207,10 +239,19 @@ impl Config {
         Ok(())
     }
 
-    /// The most processes alive at once: `max_actors`, or [`MAX_ACTORS`]
-    /// when it is `None`.
+    /// The most processes (handler actors included) alive at once:
+    /// `max_processes`, or the deprecated `max_actors`, or
+    /// [`MAX_PROCESSES`] when neither is set.
+    pub fn process_limit(&self) -> usize {
+        #[allow(deprecated)]
+        let cap = self.max_processes.or(self.max_actors);
+        cap.unwrap_or(MAX_PROCESSES).min(MAX_PROCESSES)
+    }
+
+    /// The old name of [`process_limit`](Self::process_limit).
+    #[deprecated(note = "renamed to process_limit")]
     pub fn actor_limit(&self) -> usize {
-        self.max_actors.unwrap_or(MAX_ACTORS).min(MAX_ACTORS)
+        self.process_limit()
     }
 
     /// `max_spinners`, or its default: half the workers, but at least two

@@ -9,9 +9,9 @@ use crate::kernel::pid::Pid;
 /// Why a spawn failed. Nothing was started; the closure was dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpawnError {
-    /// The cap on processes alive at once is reached (`Config::max_actors`,
-    /// or the pid index space `MAX_ACTORS`): wait for processes to exit or
-    /// raise the cap.
+    /// The cap on processes alive at once, handler actors included, is
+    /// reached (`Config::max_processes`, or the pid index space
+    /// `MAX_PROCESSES`): wait for processes to exit or raise the cap.
     Full,
     /// The slab needed a new segment and the memory could not be had: wait
     /// for processes to exit (their slots are reused) or free memory.
@@ -31,7 +31,7 @@ impl fmt::Display for SpawnError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SpawnError::Full => {
-                f.write_str("process slab is full (the max_actors cap is reached): raise or unset max_actors, or wait for exits")
+                f.write_str("process slab is full (the max_processes cap is reached): raise or unset max_processes, or wait for exits")
             }
             SpawnError::OutOfMemory => {
                 f.write_str("out of memory for the process slab: wait for exits or free memory")
@@ -48,6 +48,25 @@ impl fmt::Display for SpawnError {
     }
 }
 impl core::error::Error for SpawnError {}
+
+/// A worker index the runtime does not have: its workers are numbered
+/// `0 .. worker_count()`. Every call that takes a worker index says so
+/// with this (a spawn with [`SpawnError::NoSuchWorker`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSuchWorker(pub usize);
+
+impl fmt::Display for NoSuchWorker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no worker {} in this runtime: workers are numbered from 0 to worker_count() - 1", self.0)
+    }
+}
+impl core::error::Error for NoSuchWorker {}
+
+impl From<NoSuchWorker> for SpawnError {
+    fn from(NoSuchWorker(worker): NoSuchWorker) -> SpawnError {
+        SpawnError::NoSuchWorker(worker)
+    }
+}
 
 /// The process named by a pid has exited (or never existed): Erlang's
 /// `noproc`.

@@ -7,7 +7,7 @@ use smarm_platform::{ParkToken, Platform};
 
 use crate::kernel::atomic::Ordering;
 use crate::kernel::config::Config;
-use crate::kernel::error::{NoProc, SpawnError};
+use crate::kernel::error::{NoProc, NoSuchWorker, SpawnError};
 use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Admin, Runtime};
@@ -105,38 +105,48 @@ impl Runtime {
         &self.shared.platform
     }
 
-    /// The park token worker `worker`'s driver sleeps on.
-    pub fn park_token(&self, worker: usize) -> &ParkToken {
-        &self.shared.tokens[self.shared.workers[worker].token]
+    /// `Ok` if the runtime has worker `worker`.
+    pub(crate) fn check_worker(&self, worker: usize) -> Result<(), NoSuchWorker> {
+        match worker < self.shared.workers.len() {
+            true => Ok(()),
+            false => Err(NoSuchWorker(worker)),
+        }
     }
 
-    /// Statistics of worker `worker`, as of its last completed pass.
-    pub fn stats(&self, worker: usize) -> crate::kernel::worker::StatsSnapshot {
-        self.shared.workers[worker].stats.snapshot()
+    /// The park token worker `worker`'s driver sleeps on.
+    pub fn park_token(&self, worker: usize) -> Result<&ParkToken, NoSuchWorker> {
+        let ingress = self.shared.workers.get(worker).ok_or(NoSuchWorker(worker))?;
+        Ok(&self.shared.tokens[ingress.token])
+    }
+
+    /// Statistics of worker `worker`'s processes, as of its last completed
+    /// pass.
+    pub fn stats(&self, worker: usize) -> Result<crate::kernel::worker::StatsSnapshot, NoSuchWorker> {
+        let ingress = self.shared.workers.get(worker).ok_or(NoSuchWorker(worker))?;
+        Ok(ingress.stats.snapshot())
     }
 
     /// Sends an administrative command to a worker, run at the start of
-    /// its next pass; `false` if there is no such worker.
-    pub fn admin(&self, worker: usize, command: Admin) -> bool {
-        if worker >= self.shared.workers.len() {
-            return false;
-        }
+    /// its next pass.
+    pub fn admin(&self, worker: usize, command: Admin) -> Result<(), NoSuchWorker> {
+        self.check_worker(worker)?;
         let envelope = DriverEnvelope::new(Pid::from_parts(0, 0), command);
         self.shared.push_stackless(worker, Lane::Admin, envelope);
-        true
+        Ok(())
     }
 
     /// Requests a stop of every live process on every worker.
     pub fn stop_all(&self) {
         for worker in 0..self.worker_count() {
-            self.admin(worker, Admin::StopAll);
+            // Every index below the count is a worker.
+            let _ = self.admin(worker, Admin::StopAll);
         }
     }
 
     /// Slots that can still be taken before a spawn is
-    /// `SpawnError::Full`: [`max_actors`](Runtime::max_actors) less the
+    /// `SpawnError::Full`: [`max_processes`](Runtime::max_processes) less the
     /// processes whose slots are in use (for tests and diagnostics). Equal
-    /// to `max_actors()` once every process is gone and every handle
+    /// to `max_processes()` once every process is gone and every handle
     /// dropped.
     pub fn free_slots(&self) -> usize {
         self.shared.free_slots()
@@ -175,10 +185,17 @@ impl Runtime {
         self.shared.warm_stacks()
     }
 
-    /// The most processes alive at once: `Config::max_actors` when set,
-    /// else [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS), the pid
-    /// index space.
-    pub fn max_actors(&self) -> usize {
+    /// The most processes alive at once, handler actors included:
+    /// `Config::max_processes` when set, else
+    /// [`MAX_PROCESSES`](crate::kernel::config::MAX_PROCESSES), the pid index
+    /// space.
+    pub fn max_processes(&self) -> usize {
         self.shared.limit
+    }
+
+    /// The old name of [`max_processes`](Self::max_processes).
+    #[deprecated(note = "renamed to max_processes: it counts processes and handler actors alike")]
+    pub fn max_actors(&self) -> usize {
+        self.max_processes()
     }
 }

@@ -11,7 +11,7 @@
 //!   be full (`kernel::ring::WakeQueue`).
 //! - The slab grows by segments and never shrinks while the runtime lives:
 //!   a slot index is taken from the free list, or else appended (up to the
-//!   configured cap, or [`MAX_ACTORS`](crate::kernel::config::MAX_ACTORS)).
+//!   configured cap, or [`MAX_PROCESSES`](crate::kernel::config::MAX_PROCESSES)).
 //!   The free list's capacity covers every slot, so giving a slot back
 //!   never allocates.
 
@@ -119,7 +119,7 @@ pub(crate) struct Shared {
     /// Indices of reclaimed slots, reused before the slab grows. Its
     /// capacity is kept at least the slab's length (see `grow`).
     pub(super) free: RuntimeMutex<Vec<u32>>,
-    /// Most slots in use at once: `Config::max_actors`, or `MAX_ACTORS`.
+    /// Most slots in use at once: `Config::max_processes`, or `MAX_PROCESSES`.
     pub(super) limit: usize,
     pub(super) stacks: RuntimeMutex<StackPool>,
     pub(crate) workers: Box<[WorkerShared]>,
@@ -150,7 +150,7 @@ impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shared")
             .field("workers", &self.workers.len())
-            .field("max_actors", &self.limit)
+            .field("max_processes", &self.limit)
             .field("slab_len", &self.slots.len())
             .field("live", &self.live.load(Ordering::Relaxed))
             .finish_non_exhaustive()
@@ -213,7 +213,7 @@ impl RuntimeParts {
         if !host::install(hooks) {
             return Err(BuildError::HostConflict);
         }
-        let limit = config.actor_limit();
+        let limit = config.process_limit();
         // Every allocation sized by the configuration is fallible: an
         // absurd size is a typed error, never an abort. The slab and the
         // free list start empty and grow with the processes.

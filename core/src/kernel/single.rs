@@ -53,7 +53,6 @@ impl SingleThreadRuntime {
     /// runtime open forever, as a deadlocked program would; `run` does not
     /// guess.
     pub fn run(&mut self) {
-        let token = 0;
         loop {
             if self.try_tick() {
                 continue;
@@ -65,7 +64,10 @@ impl SingleThreadRuntime {
             // signalled the token, so the park below returns at once.
             let deadline = self.next_deadline();
             let platform = self.runtime.platform().clone();
-            platform.park(self.runtime.park_token(token), deadline);
+            // Worker 0 exists: a runtime has at least one worker.
+            if let Ok(token) = self.runtime.park_token(0) {
+                platform.park(token, deadline);
+            }
         }
     }
 }

@@ -529,7 +529,7 @@ pub(crate) fn stop_all_on(shared: &Shared, id: usize) {
 }
 
 fn shared_slot_count(shared: &Shared) -> u32 {
-    // The slab never holds more than `u32::MAX` slots (`MAX_ACTORS`).
+    // The slab never holds more than `u32::MAX` slots (`MAX_PROCESSES`).
     shared.slots.len() as u32
 }
 

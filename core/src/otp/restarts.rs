@@ -8,6 +8,7 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 
 use crate::kernel::atomic::{AtomicU64, Ordering};
+use crate::kernel::error::NoSuchWorker;
 use crate::kernel::process;
 use crate::kernel::runtime::{Runtime, Shared};
 
@@ -36,9 +37,9 @@ pub(crate) fn count_restart() {
 }
 
 impl Runtime {
-    /// Supervisor restarts made on worker `worker` so far (0 for a worker
-    /// the runtime does not have).
-    pub fn restarts(&self, worker: usize) -> u64 {
-        counts(&self.shared).per_worker.get(worker).map_or(0, |count| count.load(Ordering::Relaxed))
+    /// Supervisor restarts made on worker `worker` so far.
+    pub fn restarts(&self, worker: usize) -> Result<u64, NoSuchWorker> {
+        let count = counts(&self.shared).per_worker.get(worker).map(|count| count.load(Ordering::Relaxed));
+        count.ok_or(NoSuchWorker(worker))
     }
 }

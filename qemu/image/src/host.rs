@@ -231,7 +231,10 @@ pub fn drive(runtime: &mut SingleThreadRuntime) -> Result<(), String> {
                 handle.live()
             ));
         };
-        platform.park(handle.park_token(0), Some(deadline));
+        // Worker 0 exists: a runtime has at least one worker.
+        if let Ok(token) = handle.park_token(0) {
+            platform.park(token, Some(deadline));
+        }
     }
 }
 
@@ -248,7 +251,7 @@ pub fn drive(runtime: &mut SingleThreadRuntime) -> Result<(), String> {
 /// hanging until the runner's timeout.
 pub fn drive_worker(worker: &mut Worker, handle: &Runtime, give_up_at: Option<Nanos>) -> Result<(), String> {
     let platform = handle.platform().clone();
-    let token = handle.park_token(worker.id());
+    let token = handle.park_token(worker.id()).map_err(|e| format!("{e}"))?;
     loop {
         let did = worker.try_tick();
         crate::fault::end_of_pass();
@@ -256,8 +259,8 @@ pub fn drive_worker(worker: &mut Worker, handle: &Runtime, give_up_at: Option<Na
             continue;
         }
         if handle.is_finished() {
-            for other in 0..handle.worker_count() {
-                platform.unpark(handle.park_token(other));
+            for token in (0..handle.worker_count()).filter_map(|other| handle.park_token(other).ok()) {
+                platform.unpark(token);
             }
             return Ok(());
         }

@@ -81,10 +81,10 @@ fn root_verdict(
     verdict?;
     ensure!(runtime.live() == 0, "{} processes still live after the run", runtime.live());
     ensure!(
-        runtime.free_slots() == runtime.max_actors(),
+        runtime.free_slots() == runtime.max_processes(),
         "{} of {} slots free after every handle was dropped",
         runtime.free_slots(),
-        runtime.max_actors()
+        runtime.max_processes()
     );
     Ok(())
 }
@@ -713,7 +713,7 @@ pub fn smp_actors() -> Result<(), String> {
             visits += count;
         }
         ensure!(visits == TOKENS * (HOPS as u64 + 1), "{visits} visits counted by asking");
-        let panics: u64 = (0..CORES).map(|w| runtime.actor_stats(w).panics).sum();
+        let panics: u64 = (0..CORES).map(|w| runtime.actor_stats(w).map_or(0, |stats| stats.panics)).sum();
         ensure!(panics == 1, "{panics} actor panics counted, expected 1");
         for member in &ring {
             let _ = member.send(RingMsg::Next(member.clone()));
