@@ -384,8 +384,8 @@ impl Actor for Chatter {
         self.remote.send((0, 0)).unwrap();
         self.inbox.send(ctx.worker() as u64).unwrap();
         let info = ctx.system_info();
-        assert_eq!(info.worker_id, ctx.worker());
-        assert_eq!(info.num_workers, ctx.runtime().worker_count());
+        assert_eq!(info.worker, ctx.worker());
+        assert_eq!(info.worker_count, ctx.runtime().worker_count());
         assert!(info.total_actors >= 1);
         assert!(info.uptime > Duration::ZERO);
     }

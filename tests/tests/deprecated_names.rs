@@ -4,8 +4,9 @@
 //! `InboxTryRecvError`, with `InHandler` now `NotInProcess`),
 //! `MAX_ACTORS` / `max_actors` / `actor_limit` (now `MAX_PROCESSES` /
 //! `max_processes` / `process_limit`; the deprecated `Config::max_actors`
-//! field is honoured when `max_processes` is unset) and
-//! `ActorStats::mismatches` (now `type_mismatches`, filled alike).
+//! field is honoured when `max_processes` is unset),
+//! `ActorStats::mismatches` (now `type_mismatches`, filled alike) and
+//! `SystemInfo::worker_id` / `num_workers` (now `worker` / `worker_count`).
 #![allow(deprecated)]
 
 mod common;
@@ -78,5 +79,28 @@ fn the_old_mismatch_count_is_filled() {
         let stats = rt.actor_stats(0).unwrap();
         assert_eq!(stats.mismatches, stats.type_mismatches);
         idle.send(()).unwrap();
+    });
+}
+
+/// Reports its `system_info` through the old field names and the new.
+struct Informer(smarm::Sender<[usize; 4]>);
+
+impl Actor for Informer {
+    type Msg = ();
+    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, (): ()) {
+        let info = ctx.system_info();
+        let _ = self.0.send([info.worker_id, info.worker, info.num_workers, info.worker_count]);
+        ctx.stop_self();
+    }
+}
+
+#[test]
+fn the_old_system_info_fields_are_filled() {
+    let config = Config { worker_count: 3, ..Config::default() };
+    smarm::run_with(config, || {
+        let rt = smarm::current_runtime().unwrap();
+        let (tx, rx) = smarm::channel();
+        rt.spawn_actor_on(2, Informer(tx)).unwrap().send(()).unwrap();
+        assert_eq!(rx.recv().unwrap(), [2, 2, 3, 3]);
     });
 }

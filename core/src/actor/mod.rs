@@ -57,7 +57,8 @@
 //!
 //! Each pass of a worker begins with its admin queue (the runtime's own
 //! commands and the actors' administration share it), before its
-//! processes run. After its processes: drain the spawn queue, deliver
+//! processes run. After its processes: fire the actor timers that are due
+//! (their messages are sends from this worker), drain the spawn queue, deliver
 //! what the processes staged in `pending_local`, drain the transfer queue
 //! (each drain, the admin one too, at most `worker_ingress_budget`
 //! entries); run each runnable actor for up to `actor_message_budget`
@@ -78,6 +79,9 @@
 //! monitors and links are told `Panicked` with the message, and the worker
 //! and every other actor go on. (On a host without unwinding a panic does
 //! not come back to the worker; see the host's documentation.)
+//!
+//! An actor's timers ([`Ctx::send_after`], [`Ctx::send_interval`]) end
+//! with it, however it ends: their messages are dropped, never delivered.
 //!
 //! An actor counts in [`Runtime::live`](crate::kernel::runtime::Runtime::live) until it ends, as a process does:
 //! a host that runs until nothing is live waits for actors too — stop them

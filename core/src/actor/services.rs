@@ -60,9 +60,16 @@ impl ExternalSender {
 /// Where the runtime stands, as seen from a handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SystemInfo {
-    /// The caller's worker.
+    /// The caller's worker (as [`Ctx::worker`] says).
+    pub worker: usize,
+    /// Workers in the runtime (as [`Runtime::worker_count`] says).
+    pub worker_count: usize,
+    /// The old name of [`worker`](Self::worker), filled alike. A field
+    /// cannot have an alias, so this one stays until it is removed.
+    #[deprecated(note = "renamed to worker, as Ctx::worker and WorkerStats::worker name it")]
     pub worker_id: usize,
-    /// Workers in the runtime.
+    /// The old name of [`worker_count`](Self::worker_count), filled alike.
+    #[deprecated(note = "renamed to worker_count, as Runtime::worker_count names it")]
     pub num_workers: usize,
     /// Actors installed across the workers (as of their last passes).
     pub total_actors: u64,
@@ -405,7 +412,11 @@ pub(crate) fn system_info(env: &Env<'_>) -> SystemInfo {
     let system = ActorSystem::of(shared);
     let total_actors =
         (0..runtime.worker_count()).map(|w| runtime.actor_stats(w).map_or(0, |stats| stats.actors)).sum();
+    // The deprecated fields are filled too.
+    #[allow(deprecated)]
     SystemInfo {
+        worker: env.local.worker,
+        worker_count: runtime.worker_count(),
         worker_id: env.local.worker,
         num_workers: runtime.worker_count(),
         total_actors,
