@@ -22,6 +22,14 @@
 //! actors spread over four workers, against one tokio task sending to
 //! 1,000 tasks on a four-thread runtime. Throughput is printed.
 //!
+//! `actor_timer_rearm` — the idle-timeout pattern: an actor handles
+//! 100,000 messages (each sent to itself), and at each one cancels its
+//! pending timer and sets a new one a second away:
+//! - `smarm/send_after_cancel`: `Ctx::cancel_timer` + `Ctx::send_after`
+//!   under [`smarm::run`] (one worker; an entry in the worker's table);
+//! - `ractor/send_after_abort`: `ActorRef::send_after` (a tokio task per
+//!   timer) + `JoinHandle::abort`, on a `current_thread` tokio runtime.
+//!
 //! One criterion iteration is the whole batch; runtimes start outside the
 //! timed region where the peer allows it.
 
@@ -449,5 +457,132 @@ fn fanout(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, ping_pong, skynet, fanout);
+// ------------------------------------------------------------ timer re-arm
+
+fn rearms() -> u64 {
+    if measure::quick() {
+        1_000
+    } else {
+        100_000
+    }
+}
+
+/// The timer a message pushes back: far enough never to fire in a run.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What the re-arming actor is sent.
+enum Rearm {
+    Next(u64),
+    Timeout,
+}
+
+/// Handles `messages` messages sent to itself, re-arming its idle timer at
+/// each, then reports the time taken.
+struct Rearmer {
+    messages: u64,
+    timer: Option<smarm::actor::TimerRef>,
+    start: Option<Instant>,
+    done: smarm::Sender<Duration>,
+}
+
+impl Actor for Rearmer {
+    type Msg = Rearm;
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.start = Some(Instant::now());
+        let _ = ctx.addr().send(Rearm::Next(0));
+    }
+    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, msg: Rearm) {
+        let Rearm::Next(n) = msg else { return };
+        if let Some(timer) = self.timer.take() {
+            black_box(ctx.cancel_timer(&timer));
+        }
+        self.timer = Some(ctx.send_after(IDLE_TIMEOUT, Rearm::Timeout));
+        if n + 1 == self.messages {
+            let _ = self.done.send(self.start.map_or(Duration::ZERO, |s| s.elapsed()));
+            ctx.stop_self();
+        } else {
+            let _ = ctx.addr().send(Rearm::Next(n + 1));
+        }
+    }
+}
+
+fn smarm_rearm(iterations: u64) -> Duration {
+    smarm::run(move || {
+        let rt = smarm::current_runtime().expect("in a process");
+        let (done, elapsed) = smarm::channel();
+        let messages = iterations * rearms();
+        rt.spawn_actor(Rearmer { messages, timer: None, start: None, done }).expect("spawn");
+        elapsed.recv().expect("the actor reports")
+    })
+}
+
+/// ractor's re-arming actor.
+struct RRearmer;
+
+struct RRearmState {
+    messages: u64,
+    timer: Option<tokio::task::JoinHandle<Result<(), ractor::MessagingErr<Rearm>>>>,
+    start: Instant,
+    done: Option<tokio::sync::oneshot::Sender<Duration>>,
+}
+
+impl RactorActor for RRearmer {
+    type Msg = Rearm;
+    type State = RRearmState;
+    type Arguments = (u64, tokio::sync::oneshot::Sender<Duration>);
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Rearm>,
+        (messages, done): Self::Arguments,
+    ) -> Result<RRearmState, ActorProcessingErr> {
+        let _ = myself.cast(Rearm::Next(0));
+        Ok(RRearmState { messages, timer: None, start: Instant::now(), done: Some(done) })
+    }
+    async fn handle(
+        &self,
+        myself: ActorRef<Rearm>,
+        msg: Rearm,
+        state: &mut RRearmState,
+    ) -> Result<(), ActorProcessingErr> {
+        let Rearm::Next(n) = msg else { return Ok(()) };
+        if let Some(timer) = state.timer.take() {
+            timer.abort();
+        }
+        state.timer = Some(myself.send_after(IDLE_TIMEOUT, || Rearm::Timeout));
+        if n + 1 == state.messages {
+            if let Some(done) = state.done.take() {
+                let _ = done.send(state.start.elapsed());
+            }
+            if let Some(timer) = state.timer.take() {
+                timer.abort();
+            }
+            myself.stop(None);
+        } else {
+            let _ = myself.cast(Rearm::Next(n + 1));
+        }
+        Ok(())
+    }
+}
+
+fn ractor_rearm(runtime: &tokio::runtime::Runtime, iterations: u64) -> Duration {
+    runtime.block_on(async move {
+        let (done, elapsed) = tokio::sync::oneshot::channel();
+        let (_actor, handle) =
+            RRearmer::spawn(None, RRearmer, (iterations * rearms(), done)).await.expect("spawn");
+        let elapsed = elapsed.await.expect("the actor reports");
+        handle.await.expect("the actor ends");
+        elapsed
+    })
+}
+
+fn timer_rearm(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("actor_timer_rearm");
+    common::short_iterations(&mut group);
+    group.bench_function("smarm/send_after_cancel", |b| b.iter_custom(smarm_rearm));
+    let current = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio starts");
+    group.bench_function("ractor/send_after_abort", |b| b.iter_custom(|i| ractor_rearm(&current, i)));
+    group.finish();
+}
+
+criterion_group!(benches, ping_pong, skynet, fanout, timer_rearm);
 criterion_main!(benches);

@@ -214,7 +214,8 @@ impl ActorTimers {
     }
 }
 
-#[cfg(test)]
+/// Filing, firing order, cancelling and re-arming, without a runtime.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use alloc::sync::Arc;
