@@ -39,7 +39,8 @@
 //!   taken after `t_ms == T`. Rates are the page's deltas of these.
 //! - `/api/processes`: `{processes: [...]}`, every live process and handler
 //!   actor, sorted by pid: `{pid, name, kind ("process", "supervisor" or
-//!   "actor"), worker, state, mailbox (actors only: entries waiting),
+//!   "actor"), worker, state, mailbox (actors only: entries waiting; a
+//!   process has no mailbox, it receives on the channels it holds),
 //!   links, monitors (death hooks on it), trapping, stack_high_water
 //!   (bytes, processes), handled and type_name (actors)}`.
 //! - `/api/tree`: `{supervisors, links}`: the supervision trees, as nested
@@ -276,11 +277,7 @@ fn tree(observed: &Observed) -> Result<Value, String> {
         }
     }
     let live: HashSet<Pid> = alive.iter().map(SupervisorRef::pid).collect();
-    observed
-        .supervisors
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .retain(|s| live.contains(&s.pid()));
+    observed.supervisors.lock().unwrap_or_else(PoisonError::into_inner).retain(|s| live.contains(&s.pid()));
     let nested: HashSet<Pid> = children.values().flatten().filter_map(|c| c.pid).collect();
     let roots: Vec<Node> = alive
         .iter()
@@ -329,9 +326,11 @@ type Response = (&'static str, &'static str, Vec<u8>);
 fn json_response(result: Result<Value, String>) -> Response {
     match result {
         Ok(value) => ("200 OK", "application/json", value.to_string().into_bytes()),
-        Err(error) => {
-            ("503 Service Unavailable", "application/json", json!({ "error": error }).to_string().into_bytes())
-        }
+        Err(error) => (
+            "503 Service Unavailable",
+            "application/json",
+            json!({ "error": error }).to_string().into_bytes(),
+        ),
     }
 }
 
@@ -367,15 +366,17 @@ fn connection(mut stream: TcpStream, observed: &Observed) -> std::io::Result<()>
             Ok(httparse::Status::Complete(length)) => length,
             Ok(httparse::Status::Partial) if filled < buffer.len() => continue,
             _ => {
-                stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+                stream.write_all(
+                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )?;
                 return Ok(());
             }
         };
-        let header = |name: &str| {
-            request.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
-        };
+        let header =
+            |name: &str| request.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
         let close = header("connection").is_some_and(|v| v.eq_ignore_ascii_case(b"close"));
-        let has_body = header("content-length").is_some_and(|v| v != b"0") || header("transfer-encoding").is_some();
+        let has_body =
+            header("content-length").is_some_and(|v| v != b"0") || header("transfer-encoding").is_some();
         let method = request.method.unwrap_or("");
         let (status, content_type, body) = match method {
             _ if has_body => ("400 Bad Request", "text/plain", b"no request bodies here".to_vec()),
@@ -427,7 +428,8 @@ fn serve(listener: TcpListener, observed: Arc<Observed>) {
 /// Starts the workload, the sampler and the acceptor; returns the address served.
 fn start(engine: &smarm::Engine, port: u16) -> Result<SocketAddr, String> {
     let runtime = engine.runtime().clone();
-    let listener = TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("bind 127.0.0.1:{port}: {e}"))?;
+    let listener =
+        TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("bind 127.0.0.1:{port}: {e}"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let observed = Arc::new(Observed {
         runtime: runtime.clone(),
@@ -485,14 +487,20 @@ fn check(address: SocketAddr) -> Result<Vec<String>, String> {
         }
     };
     let (status, page) = get(address, "/")?;
-    expect(status == 200 && page.contains("id=\"sys-workers\""), format!("/: status {status}, or not the page"));
+    expect(
+        status == 200 && page.contains("id=\"sys-workers\""),
+        format!("/: status {status}, or not the page"),
+    );
     let system = get_json(address, "/api/system")?;
     expect(system["workers"] == WORKERS, format!("/api/system: workers {}", system["workers"]));
     let workers = get_json(address, "/api/workers")?;
     let samples = workers["samples"].as_array().cloned().unwrap_or_default();
     expect(samples.len() >= 2, format!("/api/workers: {} samples", samples.len()));
     if let (Some(first), Some(last)) = (samples.first(), samples.last()) {
-        expect(last["workers"].as_array().map(Vec::len) == Some(WORKERS), "/api/workers: worker count".into());
+        expect(
+            last["workers"].as_array().map(Vec::len) == Some(WORKERS),
+            "/api/workers: worker count".into(),
+        );
         let total = |sample: &Value, key: &str| -> u64 {
             sample["workers"].as_array().into_iter().flatten().filter_map(|w| w[key].as_u64()).sum()
         };
@@ -509,7 +517,10 @@ fn check(address: SocketAddr) -> Result<Vec<String>, String> {
     let named = |name: &str| rows.iter().find(|row| row["name"] == name);
     for (name, kind) in workload::NAMES {
         let found = named(name).map(|row| row["kind"].clone());
-        expect(found.as_ref().is_some_and(|k| k == kind), format!("/api/processes: {name} as {kind}: {found:?}"));
+        expect(
+            found.as_ref().is_some_and(|k| k == kind),
+            format!("/api/processes: {name} as {kind}: {found:?}"),
+        );
     }
     let tree = get_json(address, "/api/tree")?;
     let roots = tree["supervisors"].as_array().cloned().unwrap_or_default();
@@ -525,11 +536,7 @@ fn check(address: SocketAddr) -> Result<Vec<String>, String> {
     expect(linked == 2, format!("/api/tree: logger linked to {linked}, not 2"));
     let (status, _) = get(address, "/nowhere")?;
     expect(status == 404, format!("/nowhere: status {status}"));
-    println!(
-        "selftest: {} samples, {} processes and actors, tree {names:?}",
-        samples.len(),
-        rows.len()
-    );
+    println!("selftest: {} samples, {} processes and actors, tree {names:?}", samples.len(), rows.len());
     Ok(failures)
 }
 

@@ -77,11 +77,7 @@ fn flaky() -> Result<smarm::JoinHandle, smarm::SpawnError> {
 
 /// A supervisor child of `app_sup`, built afresh at each start and handed
 /// to the observer.
-fn subtree(
-    name: &'static str,
-    observed: &std::sync::Arc<Observed>,
-    build: fn() -> Supervisor,
-) -> ChildSpec {
+fn subtree(name: &'static str, observed: &std::sync::Arc<Observed>, build: fn() -> Supervisor) -> ChildSpec {
     let observed = observed.clone();
     ChildSpec::new(name, move || {
         let supervisor = build().start()?;
@@ -146,9 +142,14 @@ pub fn start(observed: &std::sync::Arc<Observed>) -> Result<(), String> {
             let me = smarm::self_pid().expect("a process");
             let _ = smarm::register("logger", me);
             let exits = smarm::trap_exit().expect("in a process");
-            for _ in 0..2 {
-                if let Ok(flusher) = smarm::spawn(|| loop {
-                    smarm::sleep(Duration::from_millis(20));
+            for name in ["flusher_0", "flusher_1"] {
+                if let Ok(flusher) = smarm::spawn(move || {
+                    if let Some(me) = smarm::self_pid() {
+                        let _ = smarm::register(name, me);
+                    }
+                    loop {
+                        smarm::sleep(Duration::from_millis(20));
+                    }
                 }) {
                     let _ = smarm::link(flusher.pid());
                 }
