@@ -44,7 +44,8 @@
 //!   links, monitors (death hooks on it), trapping, stack_high_water
 //!   (bytes, processes), handled and type_name (actors)}`.
 //! - `/api/tree`: `{supervisors, links}`: the supervision trees, as nested
-//!   `{name, pid, restart, kind, children}` nodes asked of each supervisor
+//!   `{name, pid, restart, kind, children}` nodes (`kind` "supervisor" or
+//!   "worker", `restart` null for a root) asked of each supervisor
 //!   with `which_children`; and, for every other process that traps exits
 //!   and has links, the processes it is linked to (`{pid, name, linked:
 //!   [{pid, name}]}`) — what it would be told of if they died.
@@ -127,30 +128,32 @@ struct Counters {
 
 fn counters(runtime: &Runtime, worker: usize) -> Counters {
     let stats = runtime.worker_stats(worker);
-    let (p, a) = (stats.processes, stats.actors);
+    let (processes, actors) = (stats.processes, stats.actors);
     Counters {
         worker,
-        passes: p.passes,
-        switches: p.switches,
-        spawned: p.spawned,
-        exited: p.exited,
-        ready: p.ready,
-        parked: p.parked,
-        timers_fired: p.timers_fired,
-        actors: a.actors,
-        mailbox_depth: a.mailbox_depth,
-        handled: a.handled,
-        local_sends: a.local_sends,
-        cross_sends: a.cross_sends,
-        inbox_sends: a.inbox_sends,
-        transfers_in: a.transfers_in,
-        panics: a.panics,
-        restarts: a.restarts,
+        passes: processes.passes,
+        switches: processes.switches,
+        spawned: processes.spawned,
+        exited: processes.exited,
+        ready: processes.ready,
+        parked: processes.parked,
+        timers_fired: processes.timers_fired,
+        actors: actors.actors,
+        mailbox_depth: actors.mailbox_depth,
+        handled: actors.handled,
+        local_sends: actors.local_sends,
+        cross_sends: actors.cross_sends,
+        inbox_sends: actors.inbox_sends,
+        transfers_in: actors.transfers_in,
+        panics: actors.panics,
+        restarts: actors.restarts,
     }
 }
 
 /// The sampler process: records every worker's counters each
-/// `SAMPLE_EVERY`, on a fixed schedule (a late wake does not shift it).
+/// `SAMPLE_EVERY`, on a fixed schedule (a late wake does not shift it; one
+/// later than a whole period restarts it from now, rather than catching up
+/// with samples a few microseconds apart).
 fn sample(observed: &Observed) {
     let mut next = Instant::now();
     loop {
@@ -163,7 +166,7 @@ fn sample(observed: &Observed) {
             }
             samples.push_back(Sample { t_ms, workers });
         }
-        next += SAMPLE_EVERY;
+        next = (next + SAMPLE_EVERY).max(Instant::now());
         smarm::sleep(next.saturating_duration_since(Instant::now()));
     }
 }
@@ -240,7 +243,8 @@ fn processes(observed: &Observed) -> Result<Value, String> {
 struct Node {
     name: String,
     pid: Option<String>,
-    restart: String,
+    /// The child's restart policy; `None` for a root.
+    restart: Option<String>,
     kind: &'static str,
     children: Vec<Node>,
 }
@@ -248,7 +252,7 @@ struct Node {
 fn node(
     name: String,
     pid: Option<Pid>,
-    restart: String,
+    restart: Option<String>,
     children: &HashMap<Pid, Vec<smarm::ChildInfo>>,
 ) -> Node {
     let below = pid.and_then(|pid| children.get(&pid));
@@ -260,7 +264,7 @@ fn node(
         children: below
             .into_iter()
             .flatten()
-            .map(|c| node(c.name.clone(), c.pid, format!("{:?}", c.restart), children))
+            .map(|c| node(c.name.clone(), c.pid, Some(format!("{:?}", c.restart)), children))
             .collect(),
     }
 }
@@ -284,7 +288,7 @@ fn tree(observed: &Observed) -> Result<Value, String> {
         .filter(|s| !nested.contains(&s.pid()))
         .map(|s| {
             let name = runtime.name_of(s.pid()).unwrap_or_else(|| "supervisor".into());
-            node(name, Some(s.pid()), "root".into(), &children)
+            node(name, Some(s.pid()), None, &children)
         })
         .collect();
     // Trapping processes outside the trees, with the peers they are linked to.
@@ -355,16 +359,20 @@ fn connection(mut stream: TcpStream, observed: &Observed) -> std::io::Result<()>
     let mut buffer = vec![0u8; 8192];
     let mut filled = 0;
     loop {
-        let n = stream.read(&mut buffer[filled..])?;
-        if n == 0 {
-            return Ok(());
-        }
-        filled += n;
         let mut headers = [httparse::EMPTY_HEADER; 32];
         let mut request = httparse::Request::new(&mut headers);
+        // A request already buffered (pipelined behind the last) is answered
+        // before anything more is read.
         let length = match request.parse(&buffer[..filled]) {
             Ok(httparse::Status::Complete(length)) => length,
-            Ok(httparse::Status::Partial) if filled < buffer.len() => continue,
+            Ok(httparse::Status::Partial) if filled < buffer.len() => {
+                let n = stream.read(&mut buffer[filled..])?;
+                if n == 0 {
+                    return Ok(());
+                }
+                filled += n;
+                continue;
+            }
             _ => {
                 stream.write_all(
                     b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
@@ -470,6 +478,24 @@ fn get_json(address: SocketAddr, path: &str) -> Result<Value, String> {
     }
 }
 
+/// Two requests in one write on one connection: both are answered, in order.
+fn pipelined(address: SocketAddr) -> Result<bool, String> {
+    let mut stream = std::net::TcpStream::connect(address).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET /api/system HTTP/1.1\r\nHost: {address}\r\n\r\n\
+         GET /nowhere HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| format!("write: {e}"))?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).map_err(|e| format!("read: {e}"))?;
+    // The first body (JSON, no newline) runs straight into the second status line.
+    let statuses: Vec<&str> =
+        answer.match_indices("HTTP/1.1 ").filter_map(|(i, _)| answer.get(i..i + 12)).collect();
+    Ok(statuses == ["HTTP/1.1 200", "HTTP/1.1 404"])
+}
+
 /// Every name in a tree node and below it.
 fn tree_names(node: &Value, out: &mut Vec<String>) {
     out.extend(node["name"].as_str().map(str::to_string));
@@ -536,6 +562,7 @@ fn check(address: SocketAddr) -> Result<Vec<String>, String> {
     expect(linked == 2, format!("/api/tree: logger linked to {linked}, not 2"));
     let (status, _) = get(address, "/nowhere")?;
     expect(status == 404, format!("/nowhere: status {status}"));
+    expect(pipelined(address)?, "two pipelined requests were not both answered, in order".into());
     println!("selftest: {} samples, {} processes and actors, tree {names:?}", samples.len(), rows.len());
     Ok(failures)
 }
