@@ -76,6 +76,7 @@ expect() { # description, extended regex that the DOM must match
   fi
 }
 expect "four workers in the header" 'id="sys-workers" data-value="4"'
+expect "live processes counted in the header" 'id="sys-processes" data-value="[1-9]'
 expect "four rows in the worker table" 'id="w3-switches" data-value="[1-9]'
 expect "the page polled successfully" 'id="status" class="status live"'
 expect "a non-zero message rate, computed by the page" 'id="rate-messages" data-value="[1-9][0-9]*"'

@@ -28,8 +28,8 @@
 //!   polls the endpoints below every 500 ms and draws per-worker charts,
 //!   the worker table, the supervision tree and the process table.
 //! - `/api/system`: `{workers, uptime_ms, live, actors, version}`: the
-//!   worker count, time since the observer started, live processes (the
-//!   stackful ones), installed handler actors.
+//!   worker count, time since the observer started, pids spawned and not
+//!   yet finalized (processes and handler actors), installed handler actors.
 //! - `/api/workers[?since=T]`: `{interval_ms, samples}`: a sampler process
 //!   records every worker's cumulative counters every 250 ms (the last
 //!   minute is kept); each sample is `{t_ms, workers: [{worker, passes,
