@@ -52,7 +52,14 @@
 //!
 //! The supervisors shown are the ones the workload hands the observer
 //! ([`Observed::watch`]); a nested supervisor appears under the parent
-//! whose child pid it runs as.
+//! whose child pid it runs as. The tree is not guessed from the process
+//! listing: a supervisor traps exits and is linked to its children, but a
+//! link has no direction, so two linked supervisors do not say which one
+//! is the parent; `which_children` does.
+//!
+//! Files: `main.rs` (the server, the sampler and the selftest),
+//! `workload.rs`, `page.html` (served as is). The page's rendered DOM is
+//! checked in headless Chromium by `scripts/observer-browser-test.sh`.
 
 mod workload;
 
