@@ -78,7 +78,7 @@ struct Once<M> {
 }
 
 impl<M: Send + 'static> Fire for Once<M> {
-    fn fire(&mut self, shared: &Shared, _last: bool) -> bool {
+    fn fire(&mut self, shared: &Shared) -> bool {
         match self.msg.take() {
             Some(msg) => send_to(shared, self.to, msg).is_ok(),
             None => false,
@@ -94,7 +94,7 @@ struct Every<M> {
 }
 
 impl<M: Clone + Send + 'static> Fire for Every<M> {
-    fn fire(&mut self, shared: &Shared, _last: bool) -> bool {
+    fn fire(&mut self, shared: &Shared) -> bool {
         send_to(shared, self.to, self.msg.clone()).is_ok()
     }
 }

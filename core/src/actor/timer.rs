@@ -78,14 +78,13 @@ impl<M> fmt::Display for TimerError<M> {
 
 impl<M> core::error::Error for TimerError<M> {}
 
-/// What a timer does when it fires: sends its message (a clone of it, for
-/// an interval) to its target. Dropping it drops the message.
+/// What a timer does when it fires: sends its message (a one-shot timer
+/// moves it, an interval sends a clone) to its target. Dropping it drops
+/// the message.
 pub(crate) trait Fire: Send {
-    /// Sends the message; `last` says this is the timer's last firing (a
-    /// one-shot timer's only one), so the message may be moved rather
-    /// than cloned. Returns whether the target took it (a dead target's
-    /// copy is dropped).
-    fn fire(&mut self, shared: &Shared, last: bool) -> bool;
+    /// Sends the message. Returns whether the target took it (a dead
+    /// target's copy is dropped).
+    fn fire(&mut self, shared: &Shared) -> bool;
 }
 
 /// `delay` as nanoseconds past `now`, clamped to the end of the clock.
@@ -122,8 +121,7 @@ pub(crate) struct Due {
 impl Due {
     /// Fires it: `true` if its target took the message.
     pub(crate) fn fire(&mut self, shared: &Shared) -> bool {
-        let last = self.entry.period.is_none();
-        self.entry.fire.fire(shared, last)
+        self.entry.fire.fire(shared)
     }
 }
 
@@ -231,7 +229,7 @@ mod tests {
     }
 
     impl Fire for Probe {
-        fn fire(&mut self, _: &Shared, _: bool) -> bool {
+        fn fire(&mut self, _: &Shared) -> bool {
             self.log.lock().unwrap().push(self.name);
             true
         }
