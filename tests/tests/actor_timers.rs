@@ -3,8 +3,9 @@
 //! clock) and in deadline order, an interval fires until cancelled, a
 //! cancelled timer delivers nothing, and the timers of an actor that ends
 //! (however it ends) never deliver. Every timer's message is counted out
-//! by its destructor: dropped exactly once. On one worker, four workers on
-//! one thread, and the four-thread Engine.
+//! by its destructor: dropped exactly once; the worker's statistics count
+//! the pending timers in and out. On one worker, four workers on one
+//! thread, and the four-thread Engine.
 
 mod common;
 use common::*;
@@ -215,6 +216,15 @@ impl Actor for Witness {
     }
 }
 
+/// Parks (in short sleeps) until `cond` holds; panics after ten seconds.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let start = smarm::now().unwrap();
+    while !cond() {
+        assert!(smarm::now().unwrap() - start < Duration::from_secs(10), "gave up waiting until {what}");
+        smarm::sleep(ms(1));
+    }
+}
+
 fn armed(events: &smarm::Receiver<Event>) -> Instant {
     match events.recv().unwrap() {
         Event::Armed(at) => at,
@@ -393,10 +403,14 @@ fn die_with_their_actor(drive: Drive) {
             let reached = counter();
             let witness = rt.spawn_actor_on(next_worker(workers), Witness(reached.clone())).unwrap();
             let plan = Plan::Doomed { drops: drops.clone(), other: witness.clone() };
-            let timed = rt.spawn_actor_on(next_worker(workers), Timed::new(plan, &tx)).unwrap();
+            let worker = next_worker(workers);
+            let timed = rt.spawn_actor_on(worker, Timed::new(plan, &tx)).unwrap();
             let down = smarm::monitor(timed.pid());
             timed.send(Msg::Arm).unwrap();
             armed(&events);
+            // The worker's statistics count them pending (once published).
+            let pending = || rt.actor_stats(worker).unwrap().timers;
+            wait_until("four timers pending", || pending() == 4);
             match ending {
                 Ending::Stop => timed.stop().unwrap(),
                 Ending::RequestStop => rt.request_stop(timed.pid()).unwrap(),
@@ -414,6 +428,7 @@ fn die_with_their_actor(drive: Drive) {
             witness_down.rx.recv().unwrap();
             assert_eq!(reached.load(Ordering::SeqCst), 0, "{ending:?}: the other actor got nothing");
             assert_eq!(drops.load(Ordering::SeqCst), 4, "{ending:?}: dropped once");
+            wait_until("no timer pending", || pending() == 0);
         }
     });
 }

@@ -179,6 +179,7 @@ impl ActorSystem {
         s.panics.store(c.panics.get(), Ordering::Relaxed);
         s.dropped.store(c.dropped.get(), Ordering::Relaxed);
         s.stopped.store(c.stopped.get(), Ordering::Relaxed);
+        s.timers.store(local.timers.borrow().len() as u64, Ordering::Relaxed);
     }
 }
 

@@ -43,6 +43,8 @@ pub(crate) struct Published {
     pub(crate) panics: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) stopped: AtomicU64,
+    /// Timers pending.
+    pub(crate) timers: AtomicU64,
     /// Type mismatches refused at the sender (an untyped address that knew
     /// the target's type), counted on the target's worker.
     pub(crate) refused: AtomicU64,
@@ -284,6 +286,7 @@ impl Runtime {
             panics: load(&s.panics),
             dropped: load(&s.dropped),
             stopped: load(&s.stopped),
+            timers: load(&s.timers),
         })
     }
 }
@@ -323,6 +326,9 @@ pub struct ActorStats {
     pub dropped: u64,
     /// Actors that ended other than by panicking.
     pub stopped: u64,
+    /// Timers its actors set that have not fired for the last time nor
+    /// been cancelled (an actor's go when it ends).
+    pub timers: u64,
     /// Supervisor restarts made on this worker.
     pub restarts: u64,
     /// Time spent in the actor part of this worker's passes (estimated

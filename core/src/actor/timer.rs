@@ -202,6 +202,11 @@ impl ActorTimers {
         self.by_deadline.first_key_value().map(|(&(deadline, _), _)| deadline)
     }
 
+    /// Timers pending.
+    pub(crate) fn len(&self) -> usize {
+        self.by_deadline.len()
+    }
+
     /// Whether no timer is pending.
     pub(crate) fn is_empty(&self) -> bool {
         self.by_deadline.is_empty()
