@@ -1,7 +1,7 @@
 //! Actor timers: `Ctx::send_after` / `send_after_to` / `send_interval`
-//! and `Ctx::cancel_timer` — each fires after its delay (on the runtime's
-//! clock) and in deadline order, an interval fires until cancelled, a
-//! cancelled timer delivers nothing, and the timers of an actor that ends
+//! and `Ctx::cancel_timer` / `Runtime::cancel_timer` — each fires after its
+//! delay (on the runtime's clock) and in deadline order, an interval fires
+//! until cancelled, a cancelled timer delivers nothing, and the timers of an actor that ends
 //! (however it ends) never deliver. Every timer's message is counted out
 //! by its destructor: dropped exactly once; the worker's statistics count
 //! the pending timers in and out. On one worker, four workers on one
@@ -83,6 +83,8 @@ enum Event {
     /// ticks had been fired.
     CancelledAt(bool, usize),
     Seen(Vec<&'static str>),
+    /// The timers it set, for cancelling from outside.
+    Timers(Vec<TimerRef>),
 }
 
 /// What the timed actor does when told to arm.
@@ -98,6 +100,9 @@ enum Plan {
     /// A timer cancelled at once, then cancelled again; a timer past the
     /// clock's range; an interval of period zero.
     CancelAtOnce(Arc<AtomicUsize>),
+    /// A long timer and a long interval, handed out to be cancelled from
+    /// outside.
+    Outside(Arc<AtomicUsize>),
     /// Timers of every kind (one to `other`), then it ends.
     Doomed { drops: Arc<AtomicUsize>, other: Addr<Witness> },
 }
@@ -190,6 +195,12 @@ impl Timed {
                 assert!(error.to_string().contains("period"));
                 drop(error.into_inner());
                 assert_eq!(drops.load(Ordering::SeqCst), 3);
+            }
+            Plan::Outside(drops) => {
+                let long = Duration::from_secs(600);
+                let once = ctx.send_after(long, Msg::Fired("once", Some(Counted(drops.clone()))));
+                let every = ctx.send_interval(long, Msg::Fired("every", Some(Counted(drops)))).unwrap();
+                let _ = self.events.send(Event::Timers(vec![once, every]));
             }
             Plan::Doomed { drops, other } => {
                 // Long enough not to fire before the actor ends, however
@@ -380,6 +391,39 @@ fn cancel_before_firing(drive: Drive) {
     });
 }
 drive_tests!(cancel_before_firing => a_cancelled_timer_delivers_nothing_1, a_cancelled_timer_delivers_nothing_4, a_cancelled_timer_delivers_nothing_engine);
+
+/// A timer cancelled from outside the actor, through the runtime: the
+/// reply says whether it was pending, its message is dropped once, and the
+/// worker counts it gone; a timer of an ended actor is not pending.
+fn cancel_from_outside(drive: Drive) {
+    let workers = drive.workers();
+    drive.run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let (tx, events) = smarm::channel();
+        let drops = counter();
+        let worker = next_worker(workers);
+        let timed = rt.spawn_actor_on(worker, Timed::new(Plan::Outside(drops.clone()), &tx)).unwrap();
+        timed.send(Msg::Arm).unwrap();
+        let Event::Timers(timers) = events.recv().unwrap() else { panic!("expected the timers") };
+        armed(&events);
+        let pending = || rt.actor_stats(worker).unwrap().timers;
+        wait_until("two timers pending", || pending() == 2);
+        assert_eq!(timers[0].owner(), timed.pid());
+        assert_eq!(rt.cancel_timer(&timers[0]).wait(), Ok(true));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped at the cancel");
+        assert_eq!(rt.cancel_timer(&timers[0]).wait(), Ok(false), "cancelled already");
+        assert_eq!(rt.cancel_timer(&timers[1]).wait(), Ok(true));
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        wait_until("no timer pending", || pending() == 0);
+        let down = smarm::monitor(timed.pid());
+        timed.stop().unwrap();
+        down.rx.recv().unwrap();
+        assert_eq!(rt.cancel_timer(&timers[1]).wait(), Ok(false), "its owner has ended");
+        assert!(events.try_recv().is_err(), "nothing delivered");
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "each message dropped once");
+    });
+}
+drive_tests!(cancel_from_outside => a_timer_is_cancelled_from_outside_1, a_timer_is_cancelled_from_outside_4, a_timer_is_cancelled_from_outside_engine);
 
 /// How the doomed actor ends.
 #[derive(Debug, Clone, Copy)]

@@ -102,9 +102,10 @@ impl<M: Clone + Send + 'static> Fire for Every<M> {
 /// Timers: a message to this actor, or to any actor, later or every
 /// period, kept on this actor's worker.
 ///
-/// A timer belongs to the actor that sets it, whatever its target: only
-/// that actor can cancel it ([`cancel_timer`](Ctx::cancel_timer)), and it
-/// is cancelled when that actor ends — stopped, panicked or killed, a
+/// A timer belongs to the actor that sets it, whatever its target: that
+/// actor cancels it ([`cancel_timer`](Ctx::cancel_timer); from outside its
+/// handlers, [`Runtime::cancel_timer`]), and it is cancelled when that
+/// actor ends — stopped, panicked or killed, a
 /// restarted actor included (its successor is another actor). A cancelled
 /// timer's message is dropped, once, on the worker; a fired one is sent
 /// like any send from this worker, so it is handled after what this

@@ -20,6 +20,7 @@ use crate::actor::handler::{Actor, Ctx};
 use crate::actor::inbox::{ask_detached, ask_with, new_inbox, Ask, Inbox, ReplyTo};
 use crate::actor::route::{end, route_admin};
 use crate::actor::system::{bump, ActorStats, ActorSystem, Env};
+use crate::actor::timer::TimerRef;
 use crate::kernel::atomic::Ordering;
 use crate::kernel::current;
 use crate::kernel::error::{NoProc, NoSuchWorker};
@@ -265,6 +266,36 @@ impl Runtime {
             Box::new(move |env: &Env<'_>| stop_now(env, pid, reason)),
         );
         Ok(())
+    }
+
+    /// Cancels an actor's `timer` from outside its handlers, through the
+    /// owner's worker's admin queue (never behind its mail). The reply
+    /// says whether it was still pending, as
+    /// [`Ctx::cancel_timer`](crate::actor::Ctx::cancel_timer) would: `true`
+    /// means its message is dropped and never sent; `false` that it had
+    /// fired for the last time, was cancelled, or that its owner has ended
+    /// (taking its timers with it).
+    pub fn cancel_timer(&self, timer: &TimerRef) -> Ask<bool> {
+        let (ask, reply) = ask_detached();
+        let timer = *timer;
+        match self.shared.stackless_worker(timer.owner()) {
+            Some(worker) => route_admin(
+                &self.shared,
+                worker,
+                Some(timer.owner()),
+                Box::new(move |env: &Env<'_>| {
+                    let removed = env.local.timers.borrow_mut().cancel(&timer);
+                    let pending = removed.is_some();
+                    // Dropped outside the borrow of the table.
+                    drop(removed);
+                    let _ = reply.send(pending);
+                }),
+            ),
+            None => {
+                let _ = reply.send(false);
+            }
+        }
+        ask
     }
 
     /// Suspends actor `pid`: its mail waits until [`resume`](Self::resume).

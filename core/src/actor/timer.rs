@@ -26,8 +26,11 @@ use crate::kernel::runtime::Shared;
 
 /// A pending timer, as [`Ctx::send_after`](crate::actor::Ctx::send_after)
 /// and [`Ctx::send_interval`](crate::actor::Ctx::send_interval) return it:
-/// cancel it with [`Ctx::cancel_timer`](crate::actor::Ctx::cancel_timer).
-/// It only names the timer; dropping it cancels nothing.
+/// cancel it with [`Ctx::cancel_timer`](crate::actor::Ctx::cancel_timer)
+/// from the actor's handlers, or with
+/// [`Runtime::cancel_timer`](crate::kernel::runtime::Runtime::cancel_timer)
+/// from anywhere. It only names the timer (it is `Copy`); dropping it
+/// cancels nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerRef {
     owner: Pid,
