@@ -231,12 +231,15 @@ impl Outbox {
         }
     }
 
-    /// Writes `frame` and then the queue, holding the writing, until the
-    /// queue is empty or the socket full (then the writer process takes
-    /// over).
+    /// Writes `frame` and then what was queued meanwhile, holding the
+    /// writing, until the queue is empty; the writer process takes over
+    /// when the socket is full, or when the queue filled again behind a
+    /// batch (a sender writes its own frame and at most one batch of
+    /// others', so a busy connection cannot keep it from returning).
     fn write_as_writer(&self, stream: &Stream, frame: &[u8]) {
         let mut batch = Vec::new();
         let mut first = Some(frame);
+        let mut batches = 0;
         loop {
             let data: &[u8] = first.take().unwrap_or(&batch);
             let written = stream.write_now(data);
@@ -274,6 +277,13 @@ impl Outbox {
                 }
                 return;
             }
+            if batches == 1 {
+                state.handed_off = true;
+                drop(state);
+                self.kick();
+                return;
+            }
+            batches += 1;
             batch.clear();
             std::mem::swap(&mut batch, &mut state.queue);
             if state.queue.capacity() == 0 {
@@ -431,6 +441,56 @@ mod tests {
             }
             sender.join().unwrap();
             assert_eq!(sent.load(Ordering::SeqCst), FRAMES);
+            assert!(received.is_empty());
+            outbox.close();
+        });
+    }
+
+    #[test]
+    fn concurrent_senders_lose_nothing_and_keep_their_own_order() {
+        const SENDERS: usize = 8;
+        const EACH: usize = if cfg!(miri) { 10 } else { 2_000 };
+        smarm::run(|| {
+            let (ours, theirs) = pair();
+            let (outbox, kicks) = Outbox::new(LIMIT);
+            let outbox = Arc::new(outbox);
+            spawn_writer(outbox.clone(), ours.clone(), kicks);
+            let senders: Vec<_> = (0..SENDERS)
+                .map(|index| {
+                    let (outbox, ours) = (outbox.clone(), ours.clone());
+                    smarm::spawn(move || {
+                        for sequence in 0..EACH {
+                            // Sender in the high bits, its sequence in the low.
+                            let frame = frame(index << 32 | sequence);
+                            outbox.send(&ours, &frame, Room::Wait).unwrap();
+                            if sequence % 64 == 0 {
+                                smarm::yield_now();
+                            }
+                        }
+                    })
+                    .unwrap()
+                })
+                .collect();
+            let mut next = [0usize; SENDERS];
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut received = Vec::new();
+            let mut frames = 0;
+            while frames < SENDERS * EACH {
+                let n = theirs.read_some(&mut buffer).unwrap();
+                assert_ne!(n, 0);
+                received.extend_from_slice(&buffer[..n]);
+                let whole = received.len() / FRAME * FRAME;
+                for frame in received[..whole].chunks(FRAME) {
+                    let word = u64::from_be_bytes(frame[..8].try_into().unwrap()) as usize;
+                    let (index, sequence) = (word >> 32, word & 0xffff_ffff);
+                    assert_eq!(sequence, next[index], "sender {index} in order");
+                    next[index] += 1;
+                    frames += 1;
+                }
+                received.drain(..whole);
+            }
+            senders.into_iter().for_each(|sender| sender.join().unwrap());
+            assert_eq!(next, [EACH; SENDERS]);
             assert!(received.is_empty());
             outbox.close();
         });
