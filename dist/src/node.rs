@@ -30,7 +30,7 @@ use erl_dist::DistributionFlags;
 use smarm::{ExitReason, NoPreempt, Pid, Runtime};
 
 use crate::error::{CallError, DistError, RecvError};
-use crate::outbox::{self, Outbox, Room};
+use crate::outbox::{self, FlushError, Outbox, Room};
 use crate::term::{atom, Atom, ErlPid, ErlRef, FixInteger, FromTerm, Term, ToTerm, Tuple};
 use crate::transport::{self, Listener, Stream};
 
@@ -806,6 +806,12 @@ impl Node {
         Locked { guard, _no_preempt: no_preempt }
     }
 
+    /// A quarter of the tick time (at least a millisecond): how often an
+    /// idle connection ticks and a silent one is looked at.
+    fn tick_interval(&self) -> Duration {
+        (self.inner.options.ticktime / 4).max(Duration::from_millis(1))
+    }
+
     fn now_ms(&self) -> u64 {
         self.inner.started.elapsed().as_millis() as u64
     }
@@ -979,6 +985,9 @@ impl Node {
     /// Puts a connection whose handshake is done in the table and starts
     /// its reader and writer.
     fn install(&self, stream: Stream, peer: String) -> Result<Arc<Conn>, DistError> {
+        // The writer process looks at the peer's silence between waits for
+        // room on a full socket.
+        stream.set_write_timeout(Some(self.tick_interval()))?;
         let (outbox, kicks) = Outbox::new(self.inner.options.send_queue_limit);
         let conn = Arc::new(Conn {
             serial: self.inner.serials.fetch_add(1, Ordering::Relaxed),
@@ -1007,19 +1016,25 @@ impl Node {
     /// cut short (see the `outbox` module), sends ticks on a quiet
     /// connection and drops a silent one.
     fn write_loop(&self, conn: &Arc<Conn>, kicks: smarm::Receiver<()>) {
-        let ticktime = self.inner.options.ticktime;
-        let interval = ticktime / 4;
-        loop {
+        let interval = self.tick_interval();
+        let silent = || {
             let silent_ms = self.now_ms().saturating_sub(conn.last_heard.load(Ordering::Acquire));
-            if silent_ms > ticktime.as_millis() as u64 {
+            silent_ms > self.inner.options.ticktime.as_millis() as u64
+        };
+        loop {
+            if silent() {
                 self.teardown(conn, DisconnectReason::Silent);
                 return;
             }
             match kicks.recv_timeout(interval) {
-                Ok(()) => match conn.outbox.flush(&conn.stream) {
+                Ok(()) => match conn.outbox.flush(&conn.stream, silent) {
                     Ok(true) => {}
                     Ok(false) => return,
-                    Err(e) => {
+                    Err(FlushError::Silent) => {
+                        self.teardown(conn, DisconnectReason::Silent);
+                        return;
+                    }
+                    Err(FlushError::Io(e)) => {
                         self.teardown(conn, DisconnectReason::Io(e.to_string()));
                         return;
                     }

@@ -51,6 +51,15 @@ pub(crate) enum Room {
     Always,
 }
 
+/// Why the writer process gave up a connection.
+#[derive(Debug)]
+pub(crate) enum FlushError {
+    /// A write failed.
+    Io(io::Error),
+    /// The socket stayed full and the peer silent for the tick time.
+    Silent,
+}
+
 /// Why a frame was not sent.
 #[derive(Debug)]
 pub(crate) enum SendError {
@@ -296,14 +305,16 @@ impl Outbox {
     /// The writer process's part, on a kick: finishes a job handed off
     /// (parking while the socket is full) until the queue is empty. `Err`
     /// when the connection must close: a write failed (here or in a
-    /// sender) — or `Ok(false)` once the outbox is closed.
-    pub(crate) fn flush(&self, stream: &Stream) -> io::Result<bool> {
+    /// sender), or the socket stayed full past the stream's write timeout
+    /// while `silent()` says the peer has gone quiet — or `Ok(false)` once
+    /// the outbox is closed.
+    pub(crate) fn flush(&self, stream: &Stream, silent: impl Fn() -> bool) -> Result<bool, FlushError> {
         let mut batch = Vec::new();
         loop {
             {
                 let mut state = self.lock();
                 if let Some(e) = state.failed.take() {
-                    return Err(e);
+                    return Err(FlushError::Io(e));
                 }
                 if state.closed {
                     return Ok(false);
@@ -321,13 +332,27 @@ impl Outbox {
                 std::mem::swap(&mut batch, &mut state.queue);
                 state.wake_parked();
             }
-            if let Err(e) = stream.write_all(&batch) {
+            let mut written = 0;
+            while written < batch.len() {
+                let error = match stream.write_some(&batch[written..]) {
+                    Ok(0) => FlushError::Io(io::Error::from(io::ErrorKind::WriteZero)),
+                    Ok(n) => {
+                        written += n;
+                        self.sent.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    // A peer that reads nothing and says nothing for the
+                    // tick time is gone, as one that only says nothing is.
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut && !silent() => continue,
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => FlushError::Silent,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => FlushError::Io(e),
+                };
                 let mut state = self.lock();
                 state.failed = None;
                 self.close_locked(state);
-                return Err(e);
+                return Err(error);
             }
-            self.sent.store(true, Ordering::Relaxed);
         }
     }
 
@@ -385,7 +410,7 @@ mod tests {
     fn spawn_writer(outbox: Arc<Outbox>, stream: Stream, kicks: smarm::Receiver<()>) {
         smarm::spawn(move || {
             while kicks.recv().is_ok() {
-                if !matches!(outbox.flush(&stream), Ok(true)) {
+                if !matches!(outbox.flush(&stream, || false), Ok(true)) {
                     return;
                 }
             }

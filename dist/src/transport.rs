@@ -55,6 +55,18 @@ impl Stream {
         (&self.socket).write_all(data)
     }
 
+    /// Writes some of `data`, parking while the socket is full — up to the
+    /// write timeout, then `TimedOut`.
+    pub(crate) fn write_some(&self, data: &[u8]) -> io::Result<usize> {
+        (&self.socket).write(data)
+    }
+
+    /// Sets how long [`Stream::write_some`] and [`Stream::write_all`] wait
+    /// for room at most (`None`: as long as it takes).
+    pub(crate) fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.socket.set_write_timeout(timeout)
+    }
+
     /// Writes as much of `data` as the socket takes now, never waiting:
     /// how much went out (less than all of it when the socket is full).
     pub(crate) fn write_now(&self, mut data: &[u8]) -> io::Result<usize> {

@@ -254,3 +254,50 @@ fn a_peer_that_does_not_read_holds_its_senders_back_and_then_gets_every_message_
         node.stop();
     });
 }
+
+#[test]
+fn a_peer_that_neither_reads_nor_ticks_is_dropped_and_releases_the_senders_it_held() {
+    let epmd = Epmd::start();
+    let options =
+        Options { ticktime: Duration::from_millis(800), send_queue_limit: 16 * 1024, ..epmd.options() };
+    smarm::run(move || {
+        let node = Node::start_with(&unique("smarm"), COOKIE, options).unwrap();
+        let peer_name = format!("{}@{}", unique("fake"), common::host());
+        let port = node.port();
+        let name = peer_name.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            // Connected, then deaf and mute until the test ends.
+            let _stream = fake_peer(&name, port, COOKIE);
+            let _ = done_rx.recv();
+        });
+        let deadline = Instant::now() + WAIT;
+        while !node.connected().contains(&peer_name) {
+            assert!(Instant::now() < deadline, "the fake peer did not connect");
+            smarm::sleep(Duration::from_millis(5));
+        }
+        let target = ErlPid::new(peer_name.as_str(), 1, 0, 7);
+        let sender = {
+            let node = node.clone();
+            smarm::spawn(move || {
+                let mailbox = node.mailbox().unwrap();
+                let body = "x".repeat(32 * 1024);
+                let mut sent = 0usize;
+                // Sends until the queue holds it back, and then until the
+                // connection is dropped.
+                while mailbox.send(&target, &body.as_str()).is_ok() {
+                    sent += 1;
+                }
+                sent
+            })
+            .unwrap()
+        };
+        let sent = sender.join().unwrap();
+        assert!(sent > 0);
+        assert_eq!(node.last_disconnect(&peer_name), Some(DisconnectReason::Silent));
+        assert!(!node.connected().contains(&peer_name));
+        node.stop();
+        done_tx.send(()).unwrap();
+        smarm::io::block_on_io(move || peer.join().unwrap()).unwrap();
+    });
+}
