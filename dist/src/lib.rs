@@ -45,6 +45,7 @@
 
 mod error;
 mod node;
+mod outbox;
 mod term;
 mod transport;
 

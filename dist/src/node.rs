@@ -4,9 +4,11 @@
 //!
 //! One lock (`Inner::state`) holds every table; it is taken for short,
 //! allocation-light sections that never wait, under a `NoPreempt` guard so
-//! a preempted holder cannot stall a contender on its worker. Frames go out
-//! through each connection's writer process, so a sender never waits on a
-//! socket; a connection's reader process decodes and dispatches.
+//! a preempted holder cannot stall a contender on its worker. A frame is
+//! written by its sender when the connection's socket is free, and queued
+//! behind the write under way otherwise (see the `outbox` module); a
+//! connection's reader process decodes and dispatches straight into the
+//! receiving mailbox.
 //!
 //! Invariant: a link or monitor that names a remote node is in the tables
 //! only while that node's connection is, or is removed together with it —
@@ -28,6 +30,7 @@ use erl_dist::DistributionFlags;
 use smarm::{ExitReason, NoPreempt, Pid, Runtime};
 
 use crate::error::{CallError, DistError, RecvError};
+use crate::outbox::{self, FlushError, Outbox, Room};
 use crate::term::{atom, Atom, ErlPid, ErlRef, FixInteger, FromTerm, Term, ToTerm, Tuple};
 use crate::transport::{self, Listener, Stream};
 
@@ -36,6 +39,14 @@ const DIAL_WAIT: Duration = Duration::from_secs(15);
 
 /// The largest frame accepted from a peer: a longer one is malformed.
 const MAX_FRAME: usize = 64 << 20;
+
+/// The reader's buffer: what one `read` may take at most (a frame longer
+/// than this grows it for as long as it takes).
+const READ_BUFFER: usize = 64 * 1024;
+
+/// The default [`Options::send_queue_limit`]: Erlang's default
+/// `dist_buf_busy_limit`.
+const SEND_QUEUE_LIMIT: usize = 1024 * 1024;
 
 /// A local process as the wire names it: its smarm pid's index and
 /// generation (an Erlang pid's id and serial).
@@ -67,6 +78,15 @@ pub struct Options {
     pub epmd_port: u16,
     /// Run `epmd -daemon` if no epmd answers.
     pub start_epmd: bool,
+    /// Bytes queued on one connection at which a process's send parks
+    /// until the queue is written out (1 MiB by default, as Erlang's
+    /// `dist_buf_busy_limit`). Frames queue only while another write to
+    /// the same peer is under way or the socket is full; a frame is never
+    /// split or refused for its size. Sends through
+    /// [`Node::remote_address`] addresses do not park: at the limit they
+    /// are handed back (`ActorSendError::NoRoute`). The node's own frames
+    /// (exit signals, monitor messages, ticks) are never held back.
+    pub send_queue_limit: usize,
 }
 
 impl Default for Options {
@@ -77,6 +97,7 @@ impl Default for Options {
             listen: SocketAddr::from(([0, 0, 0, 0], 0)),
             epmd_port: DEFAULT_EPMD_PORT,
             start_epmd: true,
+            send_queue_limit: SEND_QUEUE_LIMIT,
         }
     }
 }
@@ -211,7 +232,7 @@ struct Conn {
     serial: u64,
     peer: String,
     stream: Stream,
-    frames: smarm::Sender<Vec<u8>>,
+    outbox: Outbox,
     /// Milliseconds since the node's start when something last arrived.
     last_heard: AtomicU64,
 }
@@ -350,8 +371,20 @@ fn handshake_error(node: &str, e: HandshakeError) -> DistError {
     }
 }
 
+/// Sends `message` on `conn` (see [`Outbox::send`] for `room`).
+fn send_frame(conn: &Conn, message: Message, room: Room) -> Result<(), DistError> {
+    let frame = frame(message)?;
+    conn.outbox.send(&conn.stream, &frame, room).map_err(|e| match e {
+        outbox::SendError::Closed => DistError::Io(std::io::Error::other("the connection closed")),
+        outbox::SendError::Full => {
+            DistError::Io(std::io::Error::other("the connection's send queue is full"))
+        }
+    })
+}
+
 fn frame(message: Message) -> Result<Vec<u8>, DistError> {
-    let mut buffer = vec![0, 0, 0, 0, 112];
+    let mut buffer = Vec::with_capacity(128);
+    buffer.extend_from_slice(&[0, 0, 0, 0, 112]);
     message
         .write_into(&mut buffer)
         .map_err(|e| DistError::Io(std::io::Error::other(format!("cannot encode: {e}"))))?;
@@ -773,6 +806,12 @@ impl Node {
         Locked { guard, _no_preempt: no_preempt }
     }
 
+    /// A quarter of the tick time (at least a millisecond): how often an
+    /// idle connection ticks and a silent one is looked at.
+    fn tick_interval(&self) -> Duration {
+        (self.inner.options.ticktime / 4).max(Duration::from_millis(1))
+    }
+
     fn now_ms(&self) -> u64 {
         self.inner.started.elapsed().as_millis() as u64
     }
@@ -946,12 +985,15 @@ impl Node {
     /// Puts a connection whose handshake is done in the table and starts
     /// its reader and writer.
     fn install(&self, stream: Stream, peer: String) -> Result<Arc<Conn>, DistError> {
-        let (frames, outgoing) = smarm::channel::<Vec<u8>>();
+        // The writer process looks at the peer's silence between waits for
+        // room on a full socket.
+        stream.set_write_timeout(Some(self.tick_interval()))?;
+        let (outbox, kicks) = Outbox::new(self.inner.options.send_queue_limit);
         let conn = Arc::new(Conn {
             serial: self.inner.serials.fetch_add(1, Ordering::Relaxed),
             peer: peer.clone(),
             stream,
-            frames,
+            outbox,
             last_heard: AtomicU64::new(self.now_ms()),
         });
         let old = self.lock().conns.insert(peer.clone(), conn.clone());
@@ -963,52 +1005,65 @@ impl Node {
         self.lock().disconnects.remove(&peer);
         let writer = self.clone();
         let writer_conn = conn.clone();
-        self.spawn(move || writer.write_loop(&writer_conn, outgoing))?;
+        self.spawn(move || writer.write_loop(&writer_conn, kicks))?;
         let reader = self.clone();
         let reader_conn = conn.clone();
         self.spawn(move || reader.read_loop(&reader_conn))?;
         Ok(conn)
     }
 
-    fn write_loop(&self, conn: &Arc<Conn>, outgoing: smarm::Receiver<Vec<u8>>) {
-        let ticktime = self.inner.options.ticktime;
-        let interval = ticktime / 4;
-        let mut batch = Vec::new();
-        loop {
+    /// The connection's writer process: finishes the writes a full socket
+    /// cut short (see the `outbox` module), sends ticks on a quiet
+    /// connection and drops a silent one.
+    fn write_loop(&self, conn: &Arc<Conn>, kicks: smarm::Receiver<()>) {
+        let interval = self.tick_interval();
+        let silent = || {
             let silent_ms = self.now_ms().saturating_sub(conn.last_heard.load(Ordering::Acquire));
-            if silent_ms > ticktime.as_millis() as u64 {
+            silent_ms > self.inner.options.ticktime.as_millis() as u64
+        };
+        loop {
+            if silent() {
                 self.teardown(conn, DisconnectReason::Silent);
                 return;
             }
-            batch.clear();
-            match outgoing.recv_timeout(interval) {
-                Ok(frame) => {
-                    batch.extend_from_slice(&frame);
-                    while batch.len() < 64 * 1024 {
-                        match outgoing.try_recv() {
-                            Ok(frame) => batch.extend_from_slice(&frame),
-                            Err(_) => break,
-                        }
+            match kicks.recv_timeout(interval) {
+                Ok(()) => match conn.outbox.flush(&conn.stream, silent) {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(FlushError::Silent) => {
+                        self.teardown(conn, DisconnectReason::Silent);
+                        return;
+                    }
+                    Err(FlushError::Io(e)) => {
+                        self.teardown(conn, DisconnectReason::Io(e.to_string()));
+                        return;
+                    }
+                },
+                Err(smarm::RecvTimeoutError::Timeout) => {
+                    // A tick only when nothing else went out meanwhile.
+                    if !conn.outbox.take_sent()
+                        && conn.outbox.send(&conn.stream, &[0; 4], Room::Always).is_err()
+                    {
+                        return;
                     }
                 }
-                Err(smarm::RecvTimeoutError::Timeout) => batch.extend_from_slice(&[0, 0, 0, 0]),
                 Err(_) => return,
-            }
-            if let Err(e) = conn.stream.write_all(&batch) {
-                self.teardown(conn, DisconnectReason::Io(e.to_string()));
-                return;
             }
         }
     }
 
+    /// The connection's reader process: reads what is there (one `read`
+    /// per batch of frames, straight into the frame buffer), decodes each
+    /// whole frame and delivers it to its mailbox.
     fn read_loop(&self, conn: &Arc<Conn>) {
-        let mut buffer = Vec::with_capacity(64 * 1024);
-        let mut start = 0;
-        let mut chunk = vec![0u8; 64 * 1024];
+        let mut buffer = vec![0u8; READ_BUFFER];
+        // Unread frames are `buffer[start..end]`.
+        let (mut start, mut end) = (0, 0);
         loop {
             // Dispatch every whole frame in the buffer.
+            let mut wanted = 4;
             loop {
-                let available = &buffer[start..];
+                let available = &buffer[start..end];
                 if available.len() < 4 {
                     break;
                 }
@@ -1019,6 +1074,7 @@ impl Node {
                     return;
                 }
                 if available.len() < 4 + length {
+                    wanted = 4 + length;
                     break;
                 }
                 let body = &available[4..4 + length];
@@ -1038,18 +1094,28 @@ impl Node {
                 }
                 start += 4 + length;
             }
-            if start > 0 {
-                buffer.drain(..start);
-                start = 0;
+            // Keep the unread part at the front, with room for the frame
+            // under way (and the normal size back once a long one is done).
+            buffer.copy_within(start..end, 0);
+            end -= start;
+            start = 0;
+            if buffer.len() < wanted {
+                buffer.resize(wanted, 0);
+            } else if buffer.len() > READ_BUFFER && end.max(wanted) <= READ_BUFFER {
+                buffer.truncate(READ_BUFFER);
+                buffer.shrink_to_fit();
             }
-            match conn.stream.read_some(&mut chunk) {
+            // Room for at least one byte: a zero-length read would look like the end.
+            debug_assert!(end < buffer.len());
+            match conn.stream.read_some(&mut buffer[end..]) {
                 Ok(0) => {
                     self.teardown(conn, DisconnectReason::Closed);
                     return;
                 }
                 Ok(n) => {
                     conn.last_heard.store(self.now_ms(), Ordering::Release);
-                    buffer.extend_from_slice(&chunk[..n]);
+                    conn.outbox.heard();
+                    end += n;
                 }
                 Err(e) => {
                     self.teardown(conn, DisconnectReason::Io(e.to_string()));
@@ -1072,11 +1138,13 @@ impl Node {
         if current.is_some() {
             self.teardown_removed(conn, reason);
         } else {
+            conn.outbox.close();
             conn.stream.shutdown();
         }
     }
 
     fn teardown_removed(&self, conn: &Arc<Conn>, reason: DisconnectReason) {
+        conn.outbox.close();
         conn.stream.shutdown();
         if reason != DisconnectReason::Stopped {
             eprintln!("smarm-dist {}: connection to {} closed: {reason}", self.inner.name, conn.peer);
@@ -1116,11 +1184,12 @@ impl Node {
         self.reference_with(vec![n as u32, (n >> 32) as u32, self.inner.started.elapsed().subsec_nanos()])
     }
 
-    /// Sends a control message to `peer`, connecting if needed.
+    /// Sends a control message to `peer`, connecting if needed; a
+    /// process's own send, which parks while the connection's queue is at
+    /// its limit.
     fn send_control(&self, peer: &str, message: Message) -> Result<(), DistError> {
         let conn = self.connection(peer)?;
-        let frame = frame(message)?;
-        conn.frames.send(frame).map_err(|_| DistError::Io(std::io::Error::other("the connection closed")))
+        send_frame(&conn, message, Room::Wait)
     }
 
     fn deliver(&self, local: LocalId, incoming: Incoming) {
@@ -1228,10 +1297,10 @@ impl Node {
     }
 
     /// Sends on an existing connection only (a signal for a peer that is
-    /// gone is moot).
+    /// gone is moot), never waiting for room: the node's own frames.
     fn send_existing(&self, peer: &str, message: Message) -> Result<(), DistError> {
         let conn = self.lock().conns.get(peer).cloned().ok_or(DistError::Stopped)?;
-        conn.frames.send(frame(message)?).map_err(|_| DistError::Stopped)
+        send_frame(&conn, message, Room::Always)
     }
 
     fn dispatch(&self, conn: &Arc<Conn>, message: Message) {
@@ -1385,12 +1454,21 @@ fn gen_call_parts(message: &Term) -> Option<(Term, Term)> {
 }
 
 fn start_epmd(at: SocketAddr) -> Result<Stream, DistError> {
-    let spawned = smarm::io::block_on_io(|| std::process::Command::new("epmd").arg("-daemon").status())
-        .map_err(|e| DistError::Epmd(e.to_string()))?;
-    match spawned {
-        Ok(status) if status.success() => {}
-        Ok(status) => return Err(DistError::Epmd(format!("`epmd -daemon` failed: {status}"))),
-        Err(e) => return Err(DistError::Epmd(format!("cannot run `epmd -daemon`: {e}"))),
+    // `epmd -daemon` forks and its first process exits at once: wait for
+    // that exit in short sleeps, never blocking the worker.
+    let mut child = std::process::Command::new("epmd")
+        .arg("-daemon")
+        .spawn()
+        .map_err(|e| DistError::Epmd(format!("cannot run `epmd -daemon`: {e}")))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => smarm::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(DistError::Epmd(format!("cannot run `epmd -daemon`: {e}"))),
+        }
+    };
+    if !status.success() {
+        return Err(DistError::Epmd(format!("`epmd -daemon` failed: {status}")));
     }
     for _ in 0..100 {
         if let Ok(stream) = Stream::connect(at) {
@@ -1855,6 +1933,11 @@ impl smarm::RemoteSink for Sink {
         }
         let pid = ErlPid::new(node.as_str(), envelope.id as u32, (envelope.id >> 32) as u32, creation);
         let conn = self.node.lock().conns.get(&node).cloned();
+        if conn.as_ref().is_some_and(|conn| conn.outbox.is_full()) {
+            // A sink cannot park (the sender may be a handler actor): at
+            // the connection's limit the message goes back.
+            return Err(envelope);
+        }
         let payload = match envelope.payload.downcast::<Term>() {
             Ok(payload) => *payload,
             Err(payload) => return Err(smarm::RemoteEnvelope { payload, ..envelope }),
@@ -1864,9 +1947,7 @@ impl smarm::RemoteSink for Sink {
             Some(conn) => {
                 // Encoding a term never fails; a closed connection drops the
                 // message, as a send to a lost node does in Erlang.
-                if let Ok(frame) = frame(message) {
-                    let _ = conn.frames.send(frame);
-                }
+                let _ = send_frame(&conn, message, Room::Always);
             }
             None => {
                 // Connecting waits, and a sink must not (the sender may be a

@@ -1,5 +1,6 @@
-//! The byte streams under the node: std nonblocking sockets whose waits
-//! park the calling smarm process (through `smarm::io`), never its worker.
+//! The byte streams under the node: `smarm::net` sockets, whose waits park
+//! the calling smarm process (never its worker) on the socket's own
+//! edge-triggered registration.
 //!
 //! Everything network-shaped the node needs passes through here — listen,
 //! accept, connect, read, write, shut down — so another socket layer can
@@ -10,83 +11,93 @@
 //! `smarm::block_on` drives it in one poll.
 
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::io::AsRawFd;
+use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_io::{AsyncRead, AsyncWrite};
+use smarm::net::{TcpListener, TcpStream};
 
-/// Reads retried (yielding between them) before a reader parks.
-const SPINS_BEFORE_PARKING: u32 = 64;
+/// Reads tried (yielding between them) before a reader parks. A reply
+/// often comes within tens of microseconds, and a worker with nothing to
+/// run sleeps in the poller, whose wake-up costs more than that; fewer
+/// tries (64) measured worse than none between two smarm nodes, as the
+/// spin then ended just before the reply, so the window covers a round
+/// trip.
+const SPINS_BEFORE_PARKING: u32 = 256;
 
 /// How long a connect may take before it is given up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn io_error(e: smarm::io::IoError) -> io::Error {
-    io::Error::other(e.to_string())
-}
-
-/// A connected TCP stream; clones share the socket (one reads, one writes).
+/// A connected TCP stream; clones share the socket (one reads, others
+/// write).
 #[derive(Debug, Clone)]
 pub(crate) struct Stream {
-    socket: Arc<TcpStream>,
+    socket: TcpStream,
 }
 
 impl Stream {
-    /// Connects to `addr` (on one of the runtime's io threads: `connect`
-    /// blocks), with `TCP_NODELAY`: a frame goes out as one write, but a
-    /// reply must not wait for a delayed ACK.
+    /// Connects to `addr` (the calling process parks meanwhile), with
+    /// `TCP_NODELAY`: a frame goes out as one write, but a reply must not
+    /// wait for a delayed ACK.
     pub(crate) fn connect(addr: SocketAddr) -> io::Result<Stream> {
-        let socket = smarm::io::block_on_io(move || TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT))
-            .map_err(io_error)??;
-        Stream::from_std(socket)
+        Stream::new(TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?)
     }
 
-    fn from_std(socket: TcpStream) -> io::Result<Stream> {
+    fn new(socket: TcpStream) -> io::Result<Stream> {
         socket.set_nodelay(true)?;
-        socket.set_nonblocking(true)?;
-        Ok(Stream { socket: Arc::new(socket) })
+        Ok(Stream { socket })
     }
 
-    /// Reads what is there (at least one byte; 0 at the end of the stream).
+    /// Reads what is there (at least one byte; 0 at the end of the
+    /// stream): tries again a while, yielding to the worker's other
+    /// processes between tries, then parks until the socket is readable.
     pub(crate) fn read_some(&self, buffer: &mut [u8]) -> io::Result<usize> {
-        let mut spins = 0;
-        loop {
-            match (&*self.socket).read(buffer) {
-                Err(e) if e.kind() == ErrorKind::WouldBlock && spins < SPINS_BEFORE_PARKING => {
-                    // A reply often follows within microseconds: yield (other
-                    // processes run) and look again before parking, which
-                    // costs a wake through the poller.
-                    spins += 1;
-                    smarm::yield_now();
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    spins = 0;
-                    smarm::io::wait_readable(self.socket.as_raw_fd()).map_err(io_error)?
-                }
+        for _ in 0..SPINS_BEFORE_PARKING {
+            match self.socket.try_read(buffer) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => smarm::yield_now(),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 other => return other,
             }
         }
+        (&self.socket).read(buffer)
     }
 
-    /// Writes all of `data`.
-    pub(crate) fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+    /// Writes all of `data`, parking while the socket is full.
+    pub(crate) fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        (&self.socket).write_all(data)
+    }
+
+    /// Writes some of `data`, parking while the socket is full — up to the
+    /// write timeout, then `TimedOut`.
+    pub(crate) fn write_some(&self, data: &[u8]) -> io::Result<usize> {
+        (&self.socket).write(data)
+    }
+
+    /// Sets how long [`Stream::write_some`] and [`Stream::write_all`] wait
+    /// for room at most (`None`: as long as it takes).
+    pub(crate) fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.socket.set_write_timeout(timeout)
+    }
+
+    /// Writes as much of `data` as the socket takes now, never waiting:
+    /// how much went out (less than all of it when the socket is full).
+    pub(crate) fn write_now(&self, mut data: &[u8]) -> io::Result<usize> {
+        let mut written = 0;
         while !data.is_empty() {
-            match (&*self.socket).write(data) {
+            match self.socket.try_write(data) {
                 Ok(0) => return Err(io::Error::from(ErrorKind::WriteZero)),
-                Ok(n) => data = &data[n..],
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    smarm::io::wait_writable(self.socket.as_raw_fd()).map_err(io_error)?
+                Ok(n) => {
+                    written += n;
+                    data = &data[n..];
                 }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Shuts both directions: a reader waiting on it sees the end.
@@ -124,27 +135,17 @@ pub(crate) struct Listener {
 
 impl Listener {
     pub(crate) fn bind(addr: SocketAddr) -> io::Result<Listener> {
-        let socket = TcpListener::bind(addr)?;
-        socket.set_nonblocking(true)?;
-        Ok(Listener { socket })
+        Ok(Listener { socket: TcpListener::bind(addr)? })
     }
 
     pub(crate) fn port(&self) -> io::Result<u16> {
         Ok(self.socket.local_addr()?.port())
     }
 
-    /// Waits for the next connection.
+    /// Waits (parked) for the next connection.
     pub(crate) fn accept(&self) -> io::Result<Stream> {
-        loop {
-            match self.socket.accept() {
-                Ok((socket, _)) => return Stream::from_std(socket),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    smarm::io::wait_readable(self.socket.as_raw_fd()).map_err(io_error)?
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let (socket, _) = self.socket.accept()?;
+        Stream::new(socket)
     }
 }
 
