@@ -163,7 +163,7 @@ step "benchmarks (quick mode: they build and run once)"
 # Includes the BEAM beside the core benches and the Savina suite (smarm
 # processes and actors, tokio, ractor, the BEAM on +S 1 and +S 2), each
 # checking its result: erlang-nox is installed above, so a missing erl is
-# an error here. Their runs take about 4 s beside the build.
+# an error here. Their two binaries add ~20 s of build and ~3 s of runs.
 benches/run.sh --quick
 
 step "HTTP under wrk, quick mode: smarm's http_hello beside tokio and hyper (installs wrk)"

@@ -111,6 +111,7 @@ pub fn run(
     }
     let _ = reader.join();
     let status = child.wait().map_err(|error| BeamError::Failed(format!("erl: {error}")))?;
+    let _ = std::fs::remove_dir_all(&out);
     if !status.success() {
         return Err(BeamError::Failed(format!("{module} on erl: {status} (its standard error says why)")));
     }

@@ -528,6 +528,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_savina_bench_and_worker_count_has_its_four_rows() {
+        let comparisons = savina_comparisons();
+        assert_eq!(comparisons.len(), savina::BENCHES.len() * savina::WORKERS.len() * 4);
+        assert!(comparisons.contains(&("savina/fib/2w".to_string(), "smarm/actors", "ractor")));
+        assert!(comparisons.contains(&("savina/big/1w".to_string(), "smarm/processes", "beam")));
+        for (_, smarm, peer) in &comparisons {
+            assert!(savina::IMPLEMENTATIONS.contains(smarm) && savina::IMPLEMENTATIONS.contains(peer));
+        }
+    }
+
+    #[test]
     fn civil_dates() {
         assert_eq!(civil_date(0), (1970, 1, 1));
         assert_eq!(civil_date(59), (1970, 3, 1));
