@@ -1,7 +1,8 @@
 //! The Savina benches as smarm processes and channels: each actor is a
 //! process with one inbox (`smarm::channel`), blocking in `recv`. The root
-//! process plays Savina's main actor; every other process is spawned
-//! through the runtime handle, round-robin over the workers.
+//! process plays Savina's main actor (it sets up, injects work where
+//! Savina's main does, and waits for the result); every other process is
+//! spawned through the runtime handle, round-robin over the workers.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +47,9 @@ fn spawn(body: impl FnOnce() + Send + 'static) {
     runtime.spawn(body).expect("the slab grows");
 }
 
+/// The pinger and the ponger are both spawned (in that order onto the
+/// workers, as the other implementations place them); the root hears the
+/// pinger's count.
 fn ping_pong(pings: u64) {
     let (to_pong, pong_inbox) = channel::<()>();
     let (to_ping, ping_inbox) = channel::<()>();
@@ -54,13 +58,17 @@ fn ping_pong(pings: u64) {
             let _ = to_ping.send(());
         }
     });
-    let mut pongs = 0;
-    for _ in 0..pings {
-        to_pong.send(()).expect("pong alive");
-        ping_inbox.recv().expect("pong answers");
-        pongs += 1;
-    }
-    assert_eq!(pongs, pings, "ping-pong: pongs received");
+    let (done, finished) = channel();
+    spawn(move || {
+        let mut pongs = 0;
+        for _ in 0..pings {
+            to_pong.send(()).expect("pong alive");
+            ping_inbox.recv().expect("pong answers");
+            pongs += 1;
+        }
+        let _ = done.send(pongs);
+    });
+    assert_eq!(finished.recv().expect("ping reports"), pings, "ping-pong: pongs received");
 }
 
 enum Count {
@@ -81,12 +89,16 @@ fn counting(count: u64) {
             }
         }
     });
-    for _ in 0..count {
-        to_counter.send(Count::Increment).expect("counter alive");
-    }
-    let (reply, total) = channel();
-    to_counter.send(Count::Total(reply)).expect("counter alive");
-    assert_eq!(total.recv().expect("counter answers"), count, "counting: total");
+    let (done, finished) = channel();
+    spawn(move || {
+        for _ in 0..count {
+            to_counter.send(Count::Increment).expect("counter alive");
+        }
+        let (reply, total) = channel();
+        to_counter.send(Count::Total(reply)).expect("counter alive");
+        let _ = done.send(total.recv().expect("counter answers"));
+    });
+    assert_eq!(finished.recv().expect("producer reports"), count, "counting: total");
 }
 
 /// A ring member passes the token on, one hop more, until it has made

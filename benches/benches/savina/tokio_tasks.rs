@@ -1,7 +1,8 @@
 //! The Savina benches as tokio tasks and unbounded mpsc channels: each
 //! actor a spawned task with one inbox, `current_thread` for one worker,
 //! `multi_thread` for more. The `block_on` future plays Savina's main
-//! actor.
+//! actor (it sets up, injects work where Savina's main does, and waits for
+//! the result).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +42,8 @@ pub fn run(bench: Bench, params: Params, workers: usize) -> Duration {
     })
 }
 
+/// The pinger and the ponger are both spawned tasks; the `block_on`
+/// future (not on a worker thread of `multi_thread`) hears the count.
 async fn ping_pong(pings: u64) {
     let (to_pong, mut pong_inbox) = channel::<()>();
     let (to_ping, mut ping_inbox) = channel::<()>();
@@ -49,13 +52,17 @@ async fn ping_pong(pings: u64) {
             let _ = to_ping.send(());
         }
     });
-    let mut pongs = 0;
-    for _ in 0..pings {
-        to_pong.send(()).expect("pong alive");
-        ping_inbox.recv().await.expect("pong answers");
-        pongs += 1;
-    }
-    assert_eq!(pongs, pings, "ping-pong: pongs received");
+    let (done, mut finished) = channel();
+    tokio::spawn(async move {
+        let mut pongs = 0;
+        for _ in 0..pings {
+            to_pong.send(()).expect("pong alive");
+            ping_inbox.recv().await.expect("pong answers");
+            pongs += 1;
+        }
+        let _ = done.send(pongs);
+    });
+    assert_eq!(finished.recv().await.expect("ping reports"), pings, "ping-pong: pongs received");
 }
 
 enum Count {
@@ -76,12 +83,16 @@ async fn counting(count: u64) {
             }
         }
     });
-    for _ in 0..count {
-        to_counter.send(Count::Increment).expect("counter alive");
-    }
-    let (reply, mut total) = channel();
-    to_counter.send(Count::Total(reply)).expect("counter alive");
-    assert_eq!(total.recv().await.expect("counter answers"), count, "counting: total");
+    let (done, mut finished) = channel();
+    tokio::spawn(async move {
+        for _ in 0..count {
+            to_counter.send(Count::Increment).expect("counter alive");
+        }
+        let (reply, mut total) = channel();
+        to_counter.send(Count::Total(reply)).expect("counter alive");
+        let _ = done.send(total.recv().await.expect("counter answers"));
+    });
+    assert_eq!(finished.recv().await.expect("producer reports"), count, "counting: total");
 }
 
 async fn thread_ring(ring: usize, hops: u64) {
