@@ -16,7 +16,8 @@
 #   7. the aarch64 suite under qemu-aarch64 (user mode);
 #   8. the loom models (LOOM_MAX_PREEMPTIONS=2);
 #   9. the bare-metal image booted under qemu-system-aarch64;
-#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted),
+#  10. the benchmarks in quick mode (they compile and run once; speed is not asserted;
+#      the Savina suite and the BEAM peers check their results),
 #      and the HTTP bench under wrk in quick mode (benches/http.sh --quick).
 # Usage: scripts/test-all.sh            (everything)
 set -euo pipefail
@@ -167,6 +168,10 @@ step "bare-metal image under qemu-system-aarch64"
 qemu/run-bare.sh
 
 step "benchmarks (quick mode: they build and run once)"
+# Includes the BEAM beside the core benches and the Savina suite (smarm
+# processes and actors, tokio, ractor, the BEAM on +S 1 and +S 2), each
+# checking its result: erlang-nox is installed above, so a missing erl is
+# an error here. Their two binaries add ~20 s of build and ~3 s of runs.
 benches/run.sh --quick
 
 step "HTTP under wrk, quick mode: smarm's http_hello beside tokio and hyper (installs wrk)"

@@ -10,9 +10,11 @@
 //! system fonts and no JSON crate.
 #![deny(unsafe_code)]
 
+pub mod beam;
 pub mod font;
 pub mod measure;
 pub mod plot;
+pub mod savina;
 
 use std::collections::HashMap;
 use std::fmt;

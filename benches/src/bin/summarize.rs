@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 use clap::Parser;
 use smarm_benches::measure::{self, Measurement};
 use smarm_benches::plot::{self, Bar};
+use smarm_benches::savina;
 use smarm_benches::{csv_field, machine_description, read_estimates};
 
 /// A smarm figure set beside a peer's. Both are criterion function ids in
@@ -110,6 +111,33 @@ const COMPARISONS: &[Comparison] = &[
     Comparison { group: "dist_round_trip", smarm: "smarm/to_smarm", peer: "beam/to_beam", goal: 0.5 },
     // Time per one-way message: at most the BEAM's is at least its rate.
     Comparison { group: "dist_one_way", smarm: "smarm/to_beam", peer: "beam/to_beam", goal: 1.0 },
+    // The BEAM on the same workloads (benches/benches/beam.rs; Erlang times
+    // itself, a measurement rather than a criterion estimate), reported.
+    Comparison { group: "yield_ping", smarm: "smarm/yield_now", peer: "beam/yield", goal: REPORT },
+    Comparison {
+        group: "spawn_join_10k",
+        smarm: "smarm/spawn_join",
+        peer: "beam/spawn_monitor",
+        goal: REPORT,
+    },
+    Comparison {
+        group: "ping_pong_same_worker",
+        smarm: "smarm/channel",
+        peer: "beam/send_receive",
+        goal: REPORT,
+    },
+    Comparison {
+        group: "ping_pong_two_workers",
+        smarm: "smarm/engine_channel",
+        peer: "beam/bound_schedulers",
+        goal: REPORT,
+    },
+    Comparison {
+        group: "skynet_1m",
+        smarm: "smarm/processes_channels",
+        peer: "beam/processes",
+        goal: REPORT,
+    },
     // Each wake ring against the default (mpmc), reported.
     Comparison { group: "rq_micro/pairs/1t", smarm: "mutex", peer: "mpmc", goal: REPORT },
     Comparison { group: "rq_micro/pairs/1t", smarm: "striped", peer: "mpmc", goal: REPORT },
@@ -138,6 +166,28 @@ const PER_FEATURE: &[Comparison] = &[
     Comparison { group: "rq_runtime/spawn_storm", smarm: "mutex", peer: "mpmc", goal: REPORT },
     Comparison { group: "rq_runtime/spawn_storm", smarm: "striped", peer: "mpmc", goal: REPORT },
 ];
+
+/// The Savina suite (benches/benches/savina): per bench and worker count,
+/// smarm's processes and actors against tokio, processes against the BEAM,
+/// actors against ractor's; all reported. Its figures are measurements
+/// (median of rounds, nanoseconds per run).
+fn savina_comparisons() -> Vec<(String, &'static str, &'static str)> {
+    let pairs = [
+        ("smarm/processes", "tokio"),
+        ("smarm/actors", "tokio"),
+        ("smarm/processes", "beam"),
+        ("smarm/actors", "ractor"),
+    ];
+    let mut comparisons = Vec::new();
+    for bench in savina::BENCHES {
+        for workers in savina::WORKERS {
+            for (smarm, peer) in pairs {
+                comparisons.push((savina::group(bench, workers), smarm, peer));
+            }
+        }
+    }
+    comparisons
+}
 
 /// A comparison of measurements (not timings), with a goal on smarm's own
 /// figure rather than on the ratio.
@@ -173,6 +223,13 @@ const MEASURED: &[Measured] = &[
         group: "memory_per_parked",
         smarm: "smarm/process_1m",
         peer: "tokio/task",
+        unit: "bytes",
+        smarm_at_most: 4608.0,
+    },
+    Measured {
+        group: "memory_per_parked",
+        smarm: "smarm/process_1m",
+        peer: "beam/process_1m",
         unit: "bytes",
         smarm_at_most: 4608.0,
     },
@@ -273,21 +330,26 @@ fn run(options: &Options) -> Result<(), String> {
     let machine = machine_description();
     let mut problems = Vec::new();
     let is_stale = |written: SystemTime| options.since.is_some_and(|since| written < since);
-    // Criterion's estimate for `id`, else a recorded failure; `None` (and a
-    // problem, when `required`) if neither is there and current.
+    // Criterion's estimate for `id`, else a measurement (a timing taken
+    // outside criterion, or a recorded failure); `None` (and a problem,
+    // when `required`) if neither is there and current.
     let mut lookup = |group: &str, function: &str, required: bool| -> Option<Figure> {
         let id = format!("{group}/{function}");
         if let Some(estimate) = estimates.get(&id).filter(|estimate| !is_stale(estimate.written)) {
             return Some(Figure::Value(estimate.nanoseconds));
         }
-        if let Some((Measurement::Failed { reason }, written)) = measurements.get(&id) {
-            if !is_stale(*written) {
+        match measurements.get(&id) {
+            Some((Measurement::Value { value, .. }, written)) if !is_stale(*written) => {
+                return Some(Figure::Value(*value));
+            }
+            Some((Measurement::Failed { reason }, written)) if !is_stale(*written) => {
                 return Some(Figure::Failed(reason.clone()));
             }
+            _ => {}
         }
         if !required {
             println!("skipped: no current result for {id} (its build did not run)");
-        } else if estimates.contains_key(&id) {
+        } else if estimates.contains_key(&id) || measurements.contains_key(&id) {
             problems.push(format!("the result for {id} is from an earlier run; did that bench run?"));
         } else {
             problems.push(format!("no result for {id} under {}", options.criterion_dir.display()));
@@ -297,21 +359,30 @@ fn run(options: &Options) -> Result<(), String> {
 
     let mut rows = Vec::new();
     let timed = COMPARISONS.iter().map(|comparison| (comparison, true));
-    for (comparison, required) in timed.chain(PER_FEATURE.iter().map(|comparison| (comparison, false))) {
-        let smarm = lookup(comparison.group, comparison.smarm, required);
-        let peer = lookup(comparison.group, comparison.peer, required);
-        let (Some(smarm), Some(peer_figure)) = (smarm, peer) else { continue };
+    let timed = timed
+        .chain(PER_FEATURE.iter().map(|comparison| (comparison, false)))
+        .map(|(comparison, required)| {
+            let Comparison { group, smarm, peer, goal } = comparison;
+            (group.to_string(), *smarm, *peer, *goal, required)
+        })
+        .chain(
+            savina_comparisons().into_iter().map(|(group, smarm, peer)| (group, smarm, peer, REPORT, true)),
+        );
+    for (group, smarm, peer, goal, required) in timed {
+        let smarm_figure = lookup(&group, smarm, required);
+        let peer_figure = lookup(&group, peer, required);
+        let (Some(smarm_figure), Some(peer_figure)) = (smarm_figure, peer_figure) else { continue };
         // smarm's own side never has a failure recorded; a value it is.
-        let Figure::Value(smarm) = smarm else { continue };
-        let reported = comparison.goal.is_infinite();
+        let Figure::Value(smarm_figure) = smarm_figure else { continue };
+        let reported = goal.is_infinite();
         rows.push(Row {
-            bench: format!("{}/{}", comparison.group, comparison.smarm),
-            smarm,
-            peer: comparison.peer.to_string(),
+            bench: format!("{group}/{smarm}"),
+            smarm: smarm_figure,
+            peer: peer.to_string(),
             peer_figure,
             unit: "ns",
-            goal: if reported { "report".to_string() } else { format!("<={:.2}", comparison.goal) },
-            ratio_goal: (!reported).then_some(comparison.goal),
+            goal: if reported { "report".to_string() } else { format!("<={goal:.2}") },
+            ratio_goal: (!reported).then_some(goal),
         });
     }
     for measured in MEASURED {
@@ -391,8 +462,11 @@ fn run(options: &Options) -> Result<(), String> {
         fs::write(path, csv).map_err(|error| format!("cannot write {}: {error}", path.display()))
     })?;
     if let Some(chart) = &options.chart {
+        // The Savina rows (64 of them) have their own tables in
+        // benches/README.md; the chart keeps to the core benches.
         let bars: Vec<Bar> = rows
             .iter()
+            .filter(|row| !row.bench.starts_with("savina/"))
             .filter_map(|row| {
                 let ratio = row.ratio()?;
                 // `group/smarm/function` for peers, `rq_*/…/ring` for rings.
@@ -452,6 +526,17 @@ fn civil_date(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_savina_bench_and_worker_count_has_its_four_rows() {
+        let comparisons = savina_comparisons();
+        assert_eq!(comparisons.len(), savina::BENCHES.len() * savina::WORKERS.len() * 4);
+        assert!(comparisons.contains(&("savina/fib/2w".to_string(), "smarm/actors", "ractor")));
+        assert!(comparisons.contains(&("savina/big/1w".to_string(), "smarm/processes", "beam")));
+        for (_, smarm, peer) in &comparisons {
+            assert!(savina::IMPLEMENTATIONS.contains(smarm) && savina::IMPLEMENTATIONS.contains(peer));
+        }
+    }
 
     #[test]
     fn civil_dates() {
