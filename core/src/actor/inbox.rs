@@ -20,6 +20,7 @@ use core::time::Duration;
 
 use crate::actor::error::ActorSendError;
 use crate::actor::system::{count_external, Local};
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::atomic::{AtomicU64, Ordering};
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
@@ -151,7 +152,7 @@ impl<M: Send + 'static> Slot<M> {
     }
 
     /// Waits until a message, a disconnection, or `timeout`.
-    fn recv(&self, timeout: Option<Duration>) -> Result<M, RecvError> {
+    fn recv(&self, timeout: Option<Duration>, site: WaitSite) -> Result<M, RecvError> {
         match self.poll_now() {
             Ok(m) => return Ok(m),
             Err(TryRecvError::Disconnected(d)) => return Err(RecvError::Disconnected(d)),
@@ -162,7 +163,7 @@ impl<M: Send + 'static> Slot<M> {
         let now = wait::now().ok_or(RecvError::InHandler)?;
         let deadline = timeout.map(|t| now + t);
         loop {
-            let mut wait = Wait::begin().map_err(|_| RecvError::InHandler)?;
+            let mut wait = Wait::begin_at(site).map_err(|_| RecvError::InHandler)?;
             if let Some(deadline) = deadline {
                 if wait.expired(Some(deadline)) {
                     wait.retire();
@@ -379,13 +380,15 @@ impl<M: Send + 'static> Inbox<M> {
     /// assert_eq!(sum, 3);
     /// # }
     /// ```
+    #[track_caller]
     pub fn recv(&self) -> Result<M, RecvError> {
-        self.slot.recv(None)
+        self.slot.recv(None, WaitSite::here(WaitKind::Inbox))
     }
 
     /// [`recv`](Self::recv), giving up after `timeout`.
+    #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<M, RecvError> {
-        self.slot.recv(Some(timeout))
+        self.slot.recv(Some(timeout), WaitSite::here(WaitKind::Inbox))
     }
 
     /// The next message if one is queued.
@@ -609,19 +612,21 @@ impl<R: Send + 'static> fmt::Debug for Ask<R> {
 
 impl<R: Send + 'static> Ask<R> {
     /// Waits for the reply.
+    #[track_caller]
     pub fn wait(self) -> Result<R, RecvError> {
         if self.not_sent {
             return Err(RecvError::NoActor);
         }
-        self.slot.recv(None)
+        self.slot.recv(None, WaitSite::here(WaitKind::Ask))
     }
 
     /// Waits for the reply at most `timeout`.
+    #[track_caller]
     pub fn wait_timeout(self, timeout: Duration) -> Result<R, RecvError> {
         if self.not_sent {
             return Err(RecvError::NoActor);
         }
-        self.slot.recv(Some(timeout))
+        self.slot.recv(Some(timeout), WaitSite::here(WaitKind::Ask))
     }
 
     /// The reply if it has arrived.

@@ -45,6 +45,7 @@ pub mod config;
 pub mod coop;
 pub(crate) mod current;
 pub(crate) mod death;
+pub mod deadlock;
 pub mod error;
 pub mod exit;
 pub(crate) mod extension;

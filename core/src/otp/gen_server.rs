@@ -49,7 +49,9 @@ use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::wait;
 use crate::otp::monitor::{self, Down, Monitor, MonitorId};
 use crate::otp::supervisor::{self, Child, ChildSpec, Shutdown, StartError, SupervisorError, SupervisorRef};
+use crate::kernel::deadlock::WaitKind;
 use crate::sync::channel::{
+    channel_waited_as,
     channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError, WeakSender,
 };
 use crate::sync::select::Select;
@@ -437,6 +439,7 @@ impl<G: GenServer> ServerRef<G> {
     /// Sends `request` and returns the reply; the caller parks meanwhile (a
     /// plain thread sleeps). From a handler actor: `NotInProcess`, and the
     /// request is not sent.
+    #[track_caller]
     pub fn call(&self, request: G::Call) -> Result<G::Reply, CallError> {
         let reply = self.send_call(request)?;
         reply.recv().map_err(|e| match e {
@@ -446,6 +449,7 @@ impl<G: GenServer> ServerRef<G> {
     }
 
     /// [`call`](Self::call), giving up after `timeout`.
+    #[track_caller]
     pub fn call_timeout(&self, request: G::Call, timeout: Duration) -> Result<G::Reply, CallError> {
         let reply = self.send_call(request)?;
         // Dropping `reply` on a timeout makes the late reply's send fail.
@@ -463,7 +467,7 @@ impl<G: GenServer> ServerRef<G> {
         if process::self_pid() == Some(self.pid) {
             return Err(CallError::CallingSelf);
         }
-        let (tx, rx) = channel();
+        let (tx, rx) = channel_waited_as(WaitKind::Call);
         self.inbox.send(Envelope::Call(request, tx)).map_err(|_| CallError::NoProc(self.pid))?;
         Ok(rx)
     }
