@@ -796,6 +796,7 @@ pub(crate) fn build_parts(
 /// Runs `root` as the root process of a fresh single-threaded runtime
 /// (`config.worker_count` workers, all driven from the calling thread,
 /// deterministically) and returns its value once every process has exited.
+/// Errors: as [`try_run`].
 pub fn try_run_with<R, F>(config: Config, root: F) -> Result<R, RunError>
 where
     R: Send + 'static,
@@ -893,7 +894,8 @@ fn drive_single(single: &mut SingleThreadRuntime, context: &context::HostContext
         if deadline.is_none() {
             // The driver is this thread, and it is not running anything:
             // it is still as long as no wake is pending on its token.
-            let mut driver = || (token.state.load(std::sync::atomic::Ordering::SeqCst) != NOTIFIED).then_some(0);
+            let mut driver =
+                || (token.state.load(std::sync::atomic::Ordering::SeqCst) != NOTIFIED).then_some(0);
             if let Some(report) = find_deadlock(context, 1, &mut driver) {
                 return Some(report);
             }
@@ -930,6 +932,27 @@ where
 }
 
 /// [`try_run_with`] on the default one-worker configuration.
+///
+/// Errors: as [`run`] panics — [`RunError::Panicked`] with the root's
+/// panic message, [`RunError::Deadlock`] when every process is parked and
+/// nothing can wake one, and the reasons a runtime cannot start.
+///
+/// ```no_run
+/// // Run as the only thread of a program: any other thread awake (a test
+/// // harness's, say) could still send, and then nothing is reported.
+/// let result = smarm::try_run(|| {
+///     let (_tx, rx) = smarm::channel::<u32>();
+///     // The sender is ours and we are parked: nobody can send.
+///     rx.recv()
+/// });
+/// match result {
+///     Err(smarm::RunError::Deadlock(report)) => {
+///         assert_eq!(report.processes[0].kind, smarm::WaitKind::ChannelRecv);
+///         eprintln!("{report}"); // "... <0.1> waits on channel recv at src/main.rs:7:8"
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 pub fn try_run<R, F>(root: F) -> Result<R, RunError>
 where
     R: Send + 'static,
@@ -947,7 +970,12 @@ where
 /// If the root process panics, every other process and actor is asked to
 /// stop, and `run` panics with the root's message (as
 /// `std::thread::scope` does); if the runtime cannot start, with the
-/// reason. Use [`try_run`] to get these as a `Result`.
+/// reason. If every process is parked and nothing can wake one — no timer
+/// pending, no io outstanding, every other thread of the program asleep in
+/// a smarm wait with no deadline — every process is asked to stop and `run`
+/// panics with the deadlock report, which names each parked process, what
+/// it waits on and the line of its blocking call (see
+/// [`RunError::Deadlock`]). Use [`try_run`] to get these as a `Result`.
 ///
 /// ```
 /// let answer = smarm::run(|| {

@@ -438,7 +438,10 @@ fn run(name: &str, mode: Mode) -> String {
 /// Every expectation of the scenario matched, and the report lists
 /// exactly `parked` processes.
 fn assert_matches(name: &str, mode: Mode, output: &str, parked: usize) {
-    assert!(output.contains(&format!("CHILD parked {parked} expected {parked}")), "{name} ({mode:?}):\n{output}");
+    assert!(
+        output.contains(&format!("CHILD parked {parked} expected {parked}")),
+        "{name} ({mode:?}):\n{output}"
+    );
     assert_eq!(
         output.lines().filter(|line| line.ends_with(" MATCH")).count(),
         parked,

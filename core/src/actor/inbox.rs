@@ -20,8 +20,8 @@ use core::time::Duration;
 
 use crate::actor::error::ActorSendError;
 use crate::actor::system::{count_external, Local};
-use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::atomic::{AtomicU64, Ordering};
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::slab::DeathHookId;

@@ -5,8 +5,7 @@
 //! Every wait records where it began (a [`WaitSite`]: the kind of wait and
 //! the caller's source line, two relaxed stores into the process's slot).
 //! A host whose drivers are about to sleep with no deadline asks
-//! [`Runtime::find_deadlock`](crate::kernel::runtime::Runtime::find_deadlock)
-//! whether the runtime can still move; if it cannot, the report names
+//! `Runtime::find_deadlock` whether the runtime can still move; if it cannot, the report names
 //! every parked process and what it waits on.
 //!
 //! # The rule

@@ -10,6 +10,12 @@
 //! epoch-stamped wake tells it. The thread sleeps on a [`ParkToken`]
 //! through the host's thread hooks, which remember a wake that arrives
 //! before the sleep.
+//!
+//! A sleep with no deadline first moves `Waiting` → `Sleeping` and counts
+//! the thread as asleep for the deadlock look (`kernel::deadlock`); only a
+//! wake ends it, and the waker whose compare-and-swap moves `Sleeping` →
+//! `Woken` takes the thread out of the count before it goes on, so the
+//! count never calls a thread asleep that a wake has already set going.
 
 use smarm_platform::{Nanos, ParkToken};
 

@@ -20,8 +20,8 @@ use core::time::Duration;
 use smarm_arch::{Arch, Native};
 
 use crate::kernel::asan;
-use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::atomic::Ordering;
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::NotInProcess;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;

@@ -41,6 +41,7 @@ use core::any::Any;
 use core::fmt;
 use core::time::Duration;
 
+use crate::kernel::deadlock::WaitKind;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
@@ -49,10 +50,9 @@ use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::wait;
 use crate::otp::monitor::{self, Down, Monitor, MonitorId};
 use crate::otp::supervisor::{self, Child, ChildSpec, Shutdown, StartError, SupervisorError, SupervisorRef};
-use crate::kernel::deadlock::WaitKind;
 use crate::sync::channel::{
-    channel_waited_as,
-    channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError, WeakSender,
+    channel, channel_waited_as, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError,
+    WeakSender,
 };
 use crate::sync::select::Select;
 

@@ -15,11 +15,11 @@ use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
 
 use crate::kernel::atomic::{spin_loop, AtomicU8, Ordering};
+use crate::kernel::deadlock::WaitKind;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::slab::DeathHookId;
-use crate::kernel::deadlock::WaitKind;
 use crate::sync::channel::{channel, channel_waited_as, Receiver};
 
 /// Identifies one monitor.

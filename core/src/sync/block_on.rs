@@ -29,8 +29,8 @@ use core::future::Future;
 use core::pin::{pin, Pin};
 use core::task::{Context, Poll, Waker};
 
-use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::atomic::{AtomicBool, Ordering};
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::wait::{self, Wait, Waiter};
 

@@ -480,7 +480,8 @@ impl<T: Send> Sender<T> {
     #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
         coop::spend();
-        self.send_until(value, None, WaitSite::here(WaitKind::ChannelSend)).map_err(|e| SendError(e.into_inner()))
+        self.send_until(value, None, WaitSite::here(WaitKind::ChannelSend))
+            .map_err(|e| SendError(e.into_inner()))
     }
 
     /// [`send`](Self::send), giving up after `timeout` on a full (or

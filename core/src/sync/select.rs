@@ -228,7 +228,9 @@ impl<K: Copy + PartialEq> Select<K> {
     #[track_caller]
     pub fn wait<'a>(&self, arm: impl Fn(K) -> &'a dyn Selectable) -> K {
         loop {
-            if let Some(i) = wait(self.keys.len(), |i| arm(self.keys[i]), None, WaitSite::here(WaitKind::Select)) {
+            if let Some(i) =
+                wait(self.keys.len(), |i| arm(self.keys[i]), None, WaitSite::here(WaitKind::Select))
+            {
                 return self.keys[i];
             }
         }
@@ -241,7 +243,9 @@ impl<K: Copy + PartialEq> Select<K> {
     pub fn wait_timeout<'a>(&self, timeout: Duration, arm: impl Fn(K) -> &'a dyn Selectable) -> Option<K> {
         let resolve = |i: usize| arm(self.keys[i]);
         let found = match wait::now() {
-            Some(now) => wait(self.keys.len(), resolve, Some(now + timeout), WaitSite::here(WaitKind::Select)),
+            Some(now) => {
+                wait(self.keys.len(), resolve, Some(now + timeout), WaitSite::here(WaitKind::Select))
+            }
             None => first_ready(self.keys.len(), resolve),
         };
         found.map(|i| self.keys[i])
