@@ -54,7 +54,6 @@ use core::panic::Location;
 
 use crate::kernel::pid::Pid;
 
-#[cfg(not(loom))]
 use crate::kernel::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// What a parked process waits on.
@@ -223,41 +222,40 @@ static THREADS_ASLEEP: AtomicUsize = AtomicUsize::new(0);
 #[cfg(not(loom))]
 static THREAD_EVENTS: AtomicU64 = AtomicU64::new(0);
 
+// Under loom, the same counters as loom atomics, fresh in every execution
+// of a model (see the parker's models).
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref THREADS_ASLEEP: AtomicUsize = AtomicUsize::new(0);
+    static ref THREAD_EVENTS: AtomicU64 = AtomicU64::new(0);
+}
+
 /// A plain thread has gone to sleep in a wait with no deadline.
 #[inline]
 pub(crate) fn thread_asleep() {
     // SeqCst: the deadlock look reads these in one total order with the
     // drivers' sleep words and tokens (see the module docs).
-    #[cfg(not(loom))]
-    {
-        THREAD_EVENTS.fetch_add(1, Ordering::SeqCst);
-        THREADS_ASLEEP.fetch_add(1, Ordering::SeqCst);
-    }
+    THREAD_EVENTS.fetch_add(1, Ordering::SeqCst);
+    THREADS_ASLEEP.fetch_add(1, Ordering::SeqCst);
 }
 
 /// A sleeping thread's wait was woken: called by the waker right after its
-/// compare-and-swap won, before it does anything else.
+/// compare-and-swap won, before it does anything else. (The count may dip
+/// below the truth for a moment — below zero, wrapping — when the waker
+/// wins before the sleeper has counted itself: that only delays a
+/// report.)
 #[inline]
 pub(crate) fn thread_woken() {
-    #[cfg(not(loom))]
-    {
-        THREADS_ASLEEP.fetch_sub(1, Ordering::SeqCst);
-        THREAD_EVENTS.fetch_add(1, Ordering::SeqCst);
-    }
+    THREADS_ASLEEP.fetch_sub(1, Ordering::SeqCst);
+    THREAD_EVENTS.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Plain threads asleep in a smarm wait with no deadline, and the count of
 /// such sleeps and wakes so far: a host's deadlock look reads both before
 /// and after, and an unchanged event count means no thread went to sleep
-/// or was woken in between.
+/// or was woken in between. The first may read as a huge number for a
+/// moment (see `thread_woken`), which no host takes for a thread count.
 pub fn thread_events() -> (usize, u64) {
-    #[cfg(not(loom))]
-    {
-        let events = THREAD_EVENTS.load(Ordering::SeqCst);
-        (THREADS_ASLEEP.load(Ordering::SeqCst), events)
-    }
-    #[cfg(loom)]
-    {
-        (0, 0)
-    }
+    let events = THREAD_EVENTS.load(Ordering::SeqCst);
+    (THREADS_ASLEEP.load(Ordering::SeqCst), events)
 }
