@@ -403,9 +403,97 @@ fn other_thread_awake(_: Mode) -> ! {
     exit_child(0)
 }
 
+/// Round trips in the ping-pong scenario.
+const ROUND_TRIPS: u32 = 20_000;
+
+/// Ping-pong between a process and a plain thread that waits in smarm
+/// `recv`: at every hop the runtime goes idle with the other side asleep
+/// or just woken, the moment a deadlock look races a wake in flight. No
+/// look may report a deadlock; every message arrives.
+fn ping_pong_with_thread(mode: Mode) -> ! {
+    let (to_thread, thread_rx) = smarm::channel::<u32>();
+    let (to_process, process_rx) = smarm::channel::<u32>();
+    let echo = std::thread::spawn(move || {
+        let mut echoed = 0u32;
+        while let Ok(n) = thread_rx.recv() {
+            if to_process.send(n + 1).is_err() {
+                break;
+            }
+            echoed += 1;
+        }
+        echoed
+    });
+    let root = move || {
+        let mut sum = 0u64;
+        for i in 0..ROUND_TRIPS {
+            to_thread.send(i).unwrap();
+            sum += u64::from(process_rx.recv().unwrap() - i);
+        }
+        sum
+    };
+    let result = match mode {
+        // Drivers that never spin: every idle moment is a park, and a look.
+        Mode::Engine => smarm::Engine::builder()
+            .workers(4)
+            .spin_budget_cycles(0)
+            .build()
+            .expect("engine starts")
+            .block_on(root),
+        mode => drive(mode, root),
+    };
+    let echoed = echo.join().unwrap();
+    say(&format!("CHILD result {result:?} echoed {echoed}\n"));
+    exit_child(0)
+}
+
+/// Hops of the token around the ring scenario's ring.
+const RING_HOPS: u32 = 20_000;
+
+/// A token passed around a ring of processes on four workers, each on its
+/// own driver thread that never spins: at every hop the drivers sleep and
+/// the next one is woken, and the host looks for a deadlock whenever all
+/// of them sleep at once — with the token's wake in flight. No look may
+/// report a deadlock; every hop arrives.
+fn engine_ring(_: Mode) -> ! {
+    let engine =
+        smarm::Engine::builder().workers(4).threads(4).spin_budget_cycles(0).build().expect("engine starts");
+    let result = engine.block_on(|| {
+        const RING: usize = 8;
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..RING).map(|_| smarm::channel::<u32>()).unzip();
+        let (done_tx, done_rx) = smarm::channel::<u32>();
+        let mut members = Vec::new();
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let next = senders[(i + 1) % RING].clone();
+            let done = done_tx.clone();
+            let member = smarm::current_runtime()
+                .unwrap()
+                .spawn_on(i % 4, move || {
+                    while let Ok(hop) = rx.recv() {
+                        if hop == RING_HOPS {
+                            done.send(hop).unwrap();
+                            return;
+                        }
+                        if next.send(hop + 1).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .unwrap();
+            members.push(member);
+        }
+        senders[0].send(0).unwrap();
+        let last = done_rx.recv().unwrap();
+        drop(senders);
+        members.into_iter().for_each(|m| m.join().unwrap());
+        last
+    });
+    say(&format!("CHILD result {result:?}\n"));
+    exit_child(0)
+}
+
 type Scenario = fn(Mode) -> !;
 
-const SCENARIOS: [(&str, Scenario); 9] = [
+const SCENARIOS: [(&str, Scenario); 11] = [
     ("recv_alone", recv_alone),
     ("idle_actor", idle_actor),
     ("recv_with_timeout", recv_with_timeout),
@@ -415,6 +503,8 @@ const SCENARIOS: [(&str, Scenario); 9] = [
     ("join_each_other", join_each_other),
     ("mutex_cycle", mutex_cycle),
     ("other_thread_awake", other_thread_awake),
+    ("ping_pong_with_thread", ping_pong_with_thread),
+    ("engine_ring", engine_ring),
 ];
 
 fn child(argument: usize) -> ! {
@@ -499,6 +589,17 @@ fn main() {
         let output = run("mutex_cycle", mode);
         assert_matches("mutex_cycle", mode, &output, 3);
     }
+
+    for mode in MODES {
+        let output = run("ping_pong_with_thread", mode);
+        let want = format!("CHILD result Ok({ROUND_TRIPS}) echoed {ROUND_TRIPS}");
+        assert!(output.contains(&want), "{mode:?}:\n{output}");
+        println!("deadlock: ping_pong_with_thread ({mode:?}) ... ok");
+    }
+
+    let output = run("engine_ring", Mode::Engine);
+    assert!(output.contains(&format!("CHILD result Ok({RING_HOPS})")), "{output}");
+    println!("deadlock: engine_ring ... ok");
 
     let output = run("other_thread_awake", Mode::One);
     assert!(output.contains("CHILD early Err(Empty)"), "{output}");
