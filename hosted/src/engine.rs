@@ -540,7 +540,9 @@ impl Engine {
     ///
     /// Errors: [`RunError::Panicked`] with the root's panic message,
     /// [`RunError::Stopped`] if the root was stopped, [`RunError::Spawn`] if
-    /// it could not be spawned.
+    /// it could not be spawned, [`RunError::Deadlock`] if every process and
+    /// handler actor is parked and nothing can wake one (see
+    /// [`wait`](Engine::wait)).
     pub fn block_on<R, F>(mut self, root: F) -> Result<R, RunError>
     where
         R: Send + 'static,
@@ -624,7 +626,9 @@ impl Engine {
                 break Ok(());
             }
             let mut deadline = None;
-            if self.shared.all_asleep_forever() {
+            // With a socket or fd registered, readiness may still come: no
+            // look, and no look again until a driver sleeps for ever anew.
+            if self.shared.all_asleep_forever() && crate::io_idle(&self.context) {
                 // Ours: the drivers, and this thread.
                 let own = self.threads.len() + 1;
                 if let Some(report) = crate::find_deadlock(&self.context, own, &mut || self.drivers_still()) {

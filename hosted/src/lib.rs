@@ -834,6 +834,12 @@ pub(crate) const RECHECK_FIRST: std::time::Duration = std::time::Duration::from_
 /// The longest wait between two looks for a deadlock.
 pub(crate) const RECHECK_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Whether no socket or fd is registered with the runtime's poller: a
+/// registered one may become ready, so the runtime is not deadlocked.
+pub(crate) fn io_idle(context: &context::HostContext) -> bool {
+    context.reactor.waited_fds() == 0 && context.reactor.edge.registered() == 0
+}
+
 /// Looks for a deadlock of a runtime whose drivers are about to sleep with
 /// no deadline, after the host checked its own part (`own_threads`,
 /// `drivers`: see `Runtime::find_deadlock`): io must be idle too. Fills in
@@ -843,8 +849,7 @@ pub(crate) fn find_deadlock(
     own_threads: usize,
     drivers: &mut dyn FnMut() -> Option<u64>,
 ) -> Option<DeadlockReport> {
-    // A registered socket or fd may become ready: not a deadlock.
-    if context.reactor.waited_fds() != 0 || context.reactor.edge.registered() != 0 {
+    if !io_idle(context) {
         return None;
     }
     let runtime = &context.runtime;
@@ -891,7 +896,9 @@ fn drive_single(single: &mut SingleThreadRuntime, context: &context::HostContext
         // so the park returns at once for either.
         let token = single.runtime().park_token(0);
         let mut deadline = single.next_deadline();
-        if deadline.is_none() {
+        // With a socket or fd registered, readiness may still come: no
+        // look until the next idle moment.
+        if deadline.is_none() && io_idle(context) {
             // The driver is this thread, and it is not running anything:
             // it is still as long as no wake is pending on its token.
             let mut driver =
