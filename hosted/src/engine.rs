@@ -54,6 +54,19 @@
 //! driver that finds nothing to do checks that (two atomic loads) and, if
 //! so, wakes the thread waiting in [`Engine::block_on`] / [`Engine::wait`],
 //! which sets the shutdown flag, wakes every driver and joins the threads.
+//!
+//! # Deadlocks
+//!
+//! A driver about to park writes its sleep word (a count of its sleeps and
+//! whether this one has no deadline) before it parks; the last driver to
+//! park with no deadline wakes the thread in `block_on` / `wait`, which
+//! then looks for a deadlock (`Runtime::find_deadlock`, whose docs hold the
+//! rule): the runtime's own threads are the drivers and itself, and a
+//! driver counts as asleep only while its token reads `PARKED` and its
+//! sleep word is unchanged from one look to the next. A look that finds
+//! movement is made again after a while (1 ms, doubling up to 1 s) for as
+//! long as every driver still sleeps with no deadline; a driver that wakes
+//! ends that.
 #![deny(unsafe_code)]
 
 use std::fmt;
