@@ -5,7 +5,9 @@
 #      core's layer rule (scripts/check-layers.sh);
 #   2. host tests (unit, integration, doc) for the whole workspace (smarm-dist's
 #      against real BEAM nodes from erlang-nox), the
-#      second (plain, std-only) platform on its own, and every example;
+#      second (plain, std-only) platform on its own, and every example; the
+#      observer example's page in headless Chromium
+#      (scripts/observer-browser-test.sh);
 #   3. the soak suite in release (tests/tests/soak.rs);
 #   4. no_std builds of core/arch/platform for x86_64, aarch64-linux and aarch64-none;
 #   5. miri over the core's code that neither switches stacks nor calls the
@@ -78,7 +80,8 @@ cargo test -q -p smarm-platform-plain
 step "examples, at small sizes (each checks its own result)"
 cargo build -q -p smarm -p smarm-arch --examples
 for example in "tour --quick" "ping_pong 2000" "supervision_tree 5" "kv_server 200" "worker_pool 300" \
-  "chat_server --selftest 5 5" "echo_server 10 10" "http_hello --selftest 10 100" "top 1" "actors" "multi_worker" "thread_ring 2 10000"; do
+  "chat_server --selftest 5 5" "echo_server 10 10" "http_hello --selftest 10 100" "top 1" "actors" "multi_worker" "thread_ring 2 10000" \
+  "observer --selftest"; do
   # shellcheck disable=SC2086 # the example's name and its arguments
   set -- $example
   name=$1
@@ -98,6 +101,11 @@ cargo run -q -p smarm-arch --example switch_demo -- 100000 > /dev/null
 # A smarm node in an Erlang cluster: an escript calls its kv gen_server and
 # hands it a process to monitor (about 2 s; leaves `epmd -daemon` running).
 timeout 120 cargo run -q -p smarm-dist --example cluster > "$root/target/example-cluster.out"
+
+step "the observer page in headless Chromium (installs chromium; screenshot in target/ci-artifacts)"
+# ~6 s beside the example's build; installing chromium on a fresh machine
+# adds ~37 s (apt-get update and 146 MB of packages).
+timeout 600 scripts/observer-browser-test.sh
 
 step "clippy (warnings are errors)"
 cargo clippy --workspace --exclude smarm-benches --all-targets -- -D warnings

@@ -1,5 +1,5 @@
 //! The few socket calls std does not offer: a nonblocking TCP connect, its
-//! pending error, and `poll(2)` on one descriptor.
+//! pending error, a listener's backlog, and `poll(2)` on one descriptor.
 
 use std::io;
 use std::mem::{size_of, MaybeUninit};
@@ -74,6 +74,23 @@ pub(crate) fn start_connect(address: &SocketAddr) -> io::Result<(OwnedFd, bool)>
 }
 
 /// The socket's pending error (`SO_ERROR`), cleared by reading it.
+/// How many connections a listener's accept queue holds before the kernel
+/// drops new handshakes (the client then retries after a second or more).
+/// std listens with 128; a server taking a burst of thousands of
+/// connections needs more. The kernel caps it at `net.core.somaxconn`.
+pub(crate) const LISTEN_BACKLOG: libc::c_int = 4096;
+
+/// Sets the accept-queue length of a socket that already listens: Linux
+/// takes a second `listen(2)` on a listening socket as a new backlog.
+pub(crate) fn set_backlog(fd: RawFd, backlog: libc::c_int) -> io::Result<()> {
+    // SAFETY: listen(2) reads no memory; a bad descriptor is an error.
+    if unsafe { libc::listen(fd, backlog) } == 0 {
+        Ok(())
+    } else {
+        Err(last_error())
+    }
+}
+
 pub(crate) fn take_error(fd: RawFd) -> io::Result<Option<io::Error>> {
     let mut value: libc::c_int = 0;
     let mut length = size_of::<libc::c_int>() as libc::socklen_t;

@@ -46,7 +46,9 @@ pub struct TcpListener {
 
 impl TcpListener {
     /// Binds a listener to `address` (the first of its addresses that
-    /// binds), nonblocking.
+    /// binds), nonblocking, with an accept queue of 4,096 connections
+    /// (capped by the kernel's `net.core.somaxconn`) rather than std's 128,
+    /// so a burst of connects is not dropped and retried a second later.
     ///
     /// ```
     /// let listener = smarm::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -55,6 +57,7 @@ impl TcpListener {
     pub fn bind<A: ToSocketAddrs>(address: A) -> io::Result<TcpListener> {
         let listener = std::net::TcpListener::bind(address)?;
         listener.set_nonblocking(true)?;
+        sys::set_backlog(listener.as_raw_fd(), sys::LISTEN_BACKLOG)?;
         Ok(TcpListener { source: Source::new(listener) })
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::io::edge::Direction;
 
 use super::source::{never, short, Source};
-use super::Ready;
+use super::{sys, Ready};
 
 /// A Unix-domain socket server; [`accept`](Self::accept) parks the calling
 /// process until a connection comes.
@@ -43,7 +43,9 @@ pub struct UnixListener {
 }
 
 impl UnixListener {
-    /// Binds a listener to the filesystem `path`, nonblocking.
+    /// Binds a listener to the filesystem `path`, nonblocking, with an
+    /// accept queue of 4,096 connections (capped by `net.core.somaxconn`),
+    /// as [`TcpListener::bind`](super::TcpListener::bind).
     ///
     /// ```
     /// let path = std::env::temp_dir().join(format!("smarm-doc-bind-{}.sock", std::process::id()));
@@ -55,6 +57,7 @@ impl UnixListener {
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
         let listener = std::os::unix::net::UnixListener::bind(path)?;
         listener.set_nonblocking(true)?;
+        sys::set_backlog(listener.as_raw_fd(), sys::LISTEN_BACKLOG)?;
         Ok(UnixListener { source: Source::new(listener) })
     }
 
