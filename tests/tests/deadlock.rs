@@ -541,17 +541,36 @@ fn assert_matches(name: &str, mode: Mode, output: &str, parked: usize) {
     println!("deadlock: {name} ({mode:?}) ... ok");
 }
 
+/// Whether this platform counts the program's threads, which a report
+/// needs: `/proc/self/stat`'s `num_threads` is filled in (qemu-user 7
+/// writes 0 there, and then no deadlock is ever reported).
+fn threads_are_counted() -> bool {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_command = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    after_command.split_whitespace().nth(17).and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n > 0)
+}
+
 fn main() {
-    for mode in MODES {
+    // Nothing is ever reported here: the scenarios that need no report
+    // still run, the others would wait for ever.
+    let reports = threads_are_counted();
+    if !reports {
+        println!(
+            "deadlock: this platform does not count threads; scenarios that expect a report are skipped"
+        );
+    }
+    for mode in MODES.into_iter().filter(|_| reports) {
         let output = run("recv_alone", mode);
         assert!(output.contains("waits on channel recv at tests/tests/deadlock.rs:"), "{output}");
         assert_matches("recv_alone", mode, &output, 1);
     }
 
-    let output = run("idle_actor", Mode::Engine);
-    assert!(output.contains("CHILD actors 1 processes 0 named Some(\"idler\") same true"), "{output}");
-    assert!(output.contains("is idle (registered as \"idler\")"), "{output}");
-    println!("deadlock: idle_actor (Engine::wait) ... ok");
+    if reports {
+        let output = run("idle_actor", Mode::Engine);
+        assert!(output.contains("CHILD actors 1 processes 0 named Some(\"idler\") same true"), "{output}");
+        assert!(output.contains("is idle (registered as \"idler\")"), "{output}");
+        println!("deadlock: idle_actor (Engine::wait) ... ok");
+    }
 
     for mode in MODES {
         let output = run("recv_with_timeout", mode);
@@ -571,7 +590,7 @@ fn main() {
         println!("deadlock: thread_sends_later ({mode:?}) ... ok");
     }
 
-    for mode in MODES {
+    for mode in MODES.into_iter().filter(|_| reports) {
         // Nine waiters, the root, and the gen_server stuck in its call.
         let output = run("every_kind", mode);
         assert!(output.contains("CHILD parked 11 expected 10"), "{mode:?}:\n{output}");
@@ -580,12 +599,12 @@ fn main() {
         println!("deadlock: every_kind ({mode:?}) ... ok");
     }
 
-    for mode in MODES {
+    for mode in MODES.into_iter().filter(|_| reports) {
         let output = run("join_each_other", mode);
         assert_matches("join_each_other", mode, &output, 3);
     }
 
-    for mode in MODES {
+    for mode in MODES.into_iter().filter(|_| reports) {
         let output = run("mutex_cycle", mode);
         assert_matches("mutex_cycle", mode, &output, 3);
     }
@@ -601,8 +620,10 @@ fn main() {
     assert!(output.contains(&format!("CHILD result Ok({RING_HOPS})")), "{output}");
     println!("deadlock: engine_ring ... ok");
 
-    let output = run("other_thread_awake", Mode::One);
-    assert!(output.contains("CHILD early Err(Empty)"), "{output}");
-    assert!(output.contains("CHILD late Ok(\"deadlock 1\")"), "{output}");
-    println!("deadlock: other_thread_awake ... ok");
+    if reports {
+        let output = run("other_thread_awake", Mode::One);
+        assert!(output.contains("CHILD early Err(Empty)"), "{output}");
+        assert!(output.contains("CHILD late Ok(\"deadlock 1\")"), "{output}");
+        println!("deadlock: other_thread_awake ... ok");
+    }
 }
