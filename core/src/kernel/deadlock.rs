@@ -187,10 +187,15 @@ pub struct DeadlockReport {
 
 impl fmt::Display for DeadlockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
         write!(
             f,
-            "deadlock: all {} processes are parked and nothing can wake one (no timer, no io, no other thread)",
-            self.processes.len()
+            "deadlock: {} {} parked and {} idle {}, and nothing can wake one \
+             (no timer pending, no io outstanding, no other thread awake)",
+            self.processes.len(),
+            plural(self.processes.len(), "process", "processes"),
+            self.actors.len(),
+            plural(self.actors.len(), "handler actor", "handler actors"),
         )?;
         for process in &self.processes {
             write!(f, "\n  {} waits on {}", process.pid, process.kind)?;
@@ -212,6 +217,55 @@ impl fmt::Display for DeadlockReport {
 }
 
 impl core::error::Error for DeadlockReport {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    #[test]
+    fn a_report_names_each_waiter_its_wait_and_its_line() {
+        let here = Location::caller();
+        let report = DeadlockReport {
+            processes: alloc::vec![ParkedProcess {
+                pid: Pid::from_parts(3, 1),
+                kind: WaitKind::Join,
+                location: Some(here),
+                name: Some("joiner".into()),
+            }],
+            actors: alloc::vec![IdleActor { pid: Pid::from_parts(4, 2), name: None }],
+        };
+        let text = report.to_string();
+        assert!(text.starts_with("deadlock: 1 process parked and 1 idle handler actor,"), "{text}");
+        let line = alloc::format!("<3.1> waits on join at {}:{}:", here.file(), here.line());
+        assert!(text.contains(&line) && text.contains("(registered as \"joiner\")"), "{text}");
+        assert!(text.contains("handler actor <4.2> is idle"), "{text}");
+    }
+
+    #[test]
+    fn every_kind_reads_back_from_its_byte() {
+        use WaitKind::*;
+        for kind in [
+            Other,
+            ChannelRecv,
+            ChannelSend,
+            Join,
+            Mutex,
+            Select,
+            MonitorDown,
+            Call,
+            Inbox,
+            Ask,
+            Future,
+            Io,
+            Sleep,
+            Park,
+        ] {
+            assert_eq!(WaitKind::from_bits(kind as u8), kind);
+        }
+        assert_eq!(WaitKind::from_bits(200), Other);
+    }
+}
 
 /// Plain threads asleep in a wait with no deadline.
 #[cfg(not(loom))]
