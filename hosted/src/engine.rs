@@ -431,6 +431,9 @@ impl EngineShared {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom_models;
+
 /// The default `max_spinners` for `drivers` driver threads: half of them,
 /// at least two (one with one driver).
 fn default_max_spinners(drivers: usize) -> usize {
