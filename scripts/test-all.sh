@@ -163,7 +163,7 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loo
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
   timeout 900 cargo test -p smarm --release --lib io::edge
 # How the deadlock look reads a sleeping driver (hosted/src/engine/
-# loom_models.rs): the same build, ~15 s of models.
+# loom_models.rs): the same build, ~2 s of models.
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
   timeout 900 cargo test -p smarm --release --lib engine::loom_models
 

@@ -18,7 +18,7 @@
 //! look reads the word before the token (`word_first_misses_a_wake` shows
 //! it): the first read can catch the old sleep's word and the second the
 //! new sleep's `PARKED`, so a wake and the whole pass it caused slip
-//! between them unseen. Both models run with a preemption bound of 4, the
+//! between them unseen. Both models run with a preemption bound of 3, the
 //! least at which the broken order fails.
 
 use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -129,7 +129,7 @@ fn model(word_first: bool, preemptions: Option<usize>) {
 
 #[test]
 fn equal_looks_mean_no_wake_pending_during_the_scan() {
-    model(false, Some(4));
+    model(false, Some(3));
 }
 
 /// The broken order, kept to show the model can fail (the failing
@@ -137,5 +137,5 @@ fn equal_looks_mean_no_wake_pending_during_the_scan() {
 #[test]
 #[should_panic(expected = "a wake was pending")]
 fn word_first_misses_a_wake() {
-    model(true, Some(4));
+    model(true, Some(3));
 }
