@@ -163,6 +163,10 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loo
 # build smarm under loom, the model itself runs in well under a second.
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
   timeout 900 cargo test -p smarm --release --lib io::edge
+# How the deadlock look reads a sleeping driver (hosted/src/engine/
+# loom_models.rs): the same build, ~2 s of models.
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR="$root/target/loom" \
+  timeout 900 cargo test -p smarm --release --lib engine::loom_models
 
 step "bare-metal image under qemu-system-aarch64"
 qemu/run-bare.sh

@@ -128,7 +128,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for counter in &counters {
         counter.stop()?;
     }
-    engine.wait();
+    engine.wait().unwrap();
     Ok(())
 }
 

@@ -132,7 +132,7 @@ fn main() {
     }
     assert!(seen_logger, "the registered logger was seen");
     stop.store(true, Ordering::Relaxed);
-    engine.wait();
+    engine.wait().unwrap();
     assert_eq!(rt.live(), 0, "every process ended");
     println!("\nload stopped; every process ended");
 }

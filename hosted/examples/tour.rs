@@ -431,6 +431,6 @@ fn actor_ring(actors: usize, laps: u64) -> Result<(), Box<dyn std::error::Error>
     for member in &members {
         member.stop()?;
     }
-    engine.wait();
+    engine.wait().unwrap();
     Ok(())
 }

@@ -54,23 +54,36 @@
 //! driver that finds nothing to do checks that (two atomic loads) and, if
 //! so, wakes the thread waiting in [`Engine::block_on`] / [`Engine::wait`],
 //! which sets the shutdown flag, wakes every driver and joins the threads.
+//!
+//! # Deadlocks
+//!
+//! A driver about to park writes its sleep word (a count of its sleeps and
+//! whether this one has no deadline) before it parks; the last driver to
+//! park with no deadline wakes the thread in `block_on` / `wait`, which
+//! then looks for a deadlock (`Runtime::find_deadlock`, whose docs hold the
+//! rule): the runtime's own threads are the drivers and itself, and a
+//! driver counts as asleep only while its token reads `PARKED` and its
+//! sleep word is unchanged from one look to the next. A look that finds
+//! movement is made again after a while (1 ms, doubling up to 1 s) for as
+//! long as every driver still sleeps with no deadline; a driver that wakes
+//! ends that.
 #![deny(unsafe_code)]
 
 use std::fmt;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use smarm_arch::{Arch, Native};
 use smarm_core::{Config, Drivers, Runtime, RuntimeParts, Worker};
-use smarm_platform::linux::{EMPTY, NOTIFIED};
+use smarm_platform::linux::{EMPTY, NOTIFIED, PARKED};
 use smarm_platform::{Nanos, ParkToken, Platform};
 
 use crate::context::{self, HostContext, DEFAULT_IO_THREADS};
 use crate::io::reactor::{Reactor, POLL_EVERY};
-use crate::RunError;
+use crate::{DeadlockReport, RunError};
 use smarm_platform::linux::LinuxPlatform;
 
 /// Configures and starts an [`Engine`]. Every setting has a default; the
@@ -317,6 +330,45 @@ struct EngineShared {
     spin_budget: u64,
     /// The thread in `block_on` / `wait` sleeps here.
     main: ParkToken,
+    /// Per driver, its sleeps so far and whether it sleeps now with no
+    /// deadline: `(sleeps << 1) | FOREVER`. Written by the driver around
+    /// each park, read by the deadlock look.
+    sleeps: Box<[AtomicU64]>,
+    /// A thread waits in `block_on` / `wait` (and looks for deadlocks).
+    host_waiting: AtomicBool,
+}
+
+/// The low bit of a driver's sleep word: it sleeps with no deadline.
+const FOREVER: u64 = 1;
+
+impl EngineShared {
+    /// Driver `driver` is about to park, with no deadline if `forever`.
+    /// Returns whether every driver now sleeps for ever (this one is the
+    /// last to go), so the host should look for a deadlock.
+    fn going_to_sleep(&self, driver: usize, forever: bool) -> bool {
+        let word = &self.sleeps[driver];
+        let next = ((word.load(Ordering::Relaxed) >> 1) + 1) << 1 | u64::from(forever);
+        // SeqCst store, then a SeqCst fence before the park's token CAS:
+        // a deadlock look that sees the token of this sleep also sees this
+        // word (the fence is the release half of that pairing; see
+        // `Engine::drivers_still`). And SeqCst against the other drivers'
+        // words and `host_waiting`: of two drivers going to sleep at once,
+        // at least one sees the other's word.
+        word.store(next, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        forever && self.host_waiting.load(Ordering::SeqCst) && self.all_asleep_forever()
+    }
+
+    /// Driver `driver` is awake again.
+    fn woke(&self, driver: usize) {
+        let word = &self.sleeps[driver];
+        word.store(word.load(Ordering::Relaxed) & !FOREVER, Ordering::SeqCst);
+    }
+
+    /// Whether every driver has announced a sleep with no deadline.
+    fn all_asleep_forever(&self) -> bool {
+        self.sleeps.iter().all(|word| word.load(Ordering::SeqCst) & FOREVER != 0)
+    }
 }
 
 impl EngineShared {
@@ -384,6 +436,9 @@ impl EngineShared {
         self.n_awake.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_models;
 
 /// The default `max_spinners` for `drivers` driver threads: half of them,
 /// at least two (one with one driver).
@@ -465,6 +520,8 @@ impl Engine {
             cpus,
             spin_budget,
             main: ParkToken::new(),
+            sleeps: (0..drivers).map(|_| AtomicU64::new(0)).collect(),
+            host_waiting: AtomicBool::new(false),
         });
         // Driver `d` drives the workers whose wakes signal token `d`.
         let mut groups: Vec<Vec<Worker>> = (0..drivers).map(|_| Vec::new()).collect();
@@ -478,7 +535,7 @@ impl Engine {
             let context = engine.context.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("smarm-driver-{driver}"))
-                .spawn(move || drive(group, &runtime, &shared, context));
+                .spawn(move || drive(driver, group, &runtime, &shared, context));
             match spawned {
                 Ok(handle) => engine.threads.push(handle),
                 // Dropping `engine` stops and joins the threads started so far.
@@ -505,7 +562,9 @@ impl Engine {
     ///
     /// Errors: [`RunError::Panicked`] with the root's panic message,
     /// [`RunError::Stopped`] if the root was stopped, [`RunError::Spawn`] if
-    /// it could not be spawned.
+    /// it could not be spawned, [`RunError::Deadlock`] if every process and
+    /// handler actor is parked and nothing can wake one (see
+    /// [`wait`](Engine::wait)).
     pub fn block_on<R, F>(mut self, root: F) -> Result<R, RunError>
     where
         R: Send + 'static,
@@ -513,14 +572,36 @@ impl Engine {
     {
         let handle =
             self.runtime.spawn_on(0, crate::stop_all_if_root_panics(root)).map_err(RunError::Spawn)?;
-        self.finish();
+        self.finish()?;
         RunError::from_root(handle)
     }
 
     /// Waits until the runtime is finished (no live process, no io
     /// outstanding), then stops and joins the driver threads.
-    pub fn wait(mut self) {
-        self.finish();
+    ///
+    /// Errors: [`RunError::Deadlock`] if every process and handler actor
+    /// is parked and nothing can wake one — no timer pending, no io
+    /// outstanding, and no thread outside the runtime that could act (every
+    /// other thread of the program asleep in a smarm wait with no
+    /// deadline). A handler actor waits for messages for ever, so an actor
+    /// nobody stops is reported once nothing else can send to it; the
+    /// report names it. Before returning the error the engine asks every
+    /// process and actor to stop, so their destructors run.
+    ///
+    /// ```
+    /// struct Idle;
+    /// impl smarm::Actor for Idle {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _: &mut smarm::Ctx<'_, Self>, (): ()) {}
+    /// }
+    ///
+    /// let engine = smarm::Engine::builder().workers(2).build().unwrap();
+    /// let idle = engine.runtime().spawn_actor(Idle).unwrap();
+    /// idle.stop().unwrap();
+    /// engine.wait().unwrap();
+    /// ```
+    pub fn wait(mut self) -> Result<(), RunError> {
+        self.finish()
     }
 
     /// Requests a stop of every live process, waits until they have all
@@ -529,27 +610,96 @@ impl Engine {
     /// the request, and this never returns.
     pub fn shutdown(mut self) {
         self.runtime.stop_all();
-        self.finish();
+        let _ = self.finish();
     }
 
     /// Waits until the runtime is finished, closes it (a spawn through a
     /// cloned handle from now on is `SpawnError::Closed`), drives the
     /// spawns that raced with the close to their end, and stops the
-    /// driver threads.
-    fn finish(&mut self) {
-        self.wait_finished();
+    /// driver threads. On a deadlock, stops every process first (a second
+    /// deadlock among their destructors is left as it is).
+    fn finish(&mut self) -> Result<(), RunError> {
+        let deadlock = self.wait_finished().err();
+        if deadlock.is_some() {
+            self.runtime.stop_all();
+            let _ = self.wait_finished();
+        }
         self.runtime.close();
-        self.wait_finished();
+        let _ = self.wait_finished();
         self.stop_threads();
+        deadlock.map_or(Ok(()), |report| Err(RunError::Deadlock(report)))
     }
 
-    fn wait_finished(&self) {
+    /// Sleeps until the runtime is finished, or deadlocked.
+    ///
+    /// The deadlock look is made here, on the waiting thread, whenever
+    /// every driver sleeps with no deadline: the last driver to go to such
+    /// a sleep wakes this thread. A look that finds something may still
+    /// move (a thread outside the runtime awake, a wake in flight, a driver
+    /// not yet in its sleep) is made again after a while, as long as every
+    /// driver still sleeps.
+    fn wait_finished(&self) -> Result<(), DeadlockReport> {
         let platform = self.context.platform.clone();
-        while !self.runtime.is_finished() {
-            // A driver that goes idle with the runtime finished unparks us;
-            // a wake that lands before the park makes it return at once.
-            platform.park(&self.shared.main, None);
+        // SeqCst: against the drivers' sleep words (see `going_to_sleep`).
+        self.shared.host_waiting.store(true, Ordering::SeqCst);
+        let mut recheck = crate::RECHECK_FIRST;
+        let result = loop {
+            if self.runtime.is_finished() {
+                break Ok(());
+            }
+            let mut deadline = None;
+            // With a socket or fd registered, readiness may still come: no
+            // look, and no look again until a driver sleeps for ever anew.
+            if self.shared.all_asleep_forever() && crate::io_idle(&self.context) {
+                // Ours: the drivers, and this thread.
+                let own = self.threads.len() + 1;
+                if let Some(report) = crate::find_deadlock(&self.context, own, &mut || self.drivers_still()) {
+                    break Err(report);
+                }
+                deadline = Some(platform.now().saturating_add(recheck.as_nanos() as u64));
+                recheck = (recheck * 2).min(crate::RECHECK_MAX);
+            } else {
+                recheck = crate::RECHECK_FIRST;
+            }
+            // A driver that goes idle with the runtime finished (or that is
+            // the last to sleep for ever) unparks us; a wake that lands
+            // before the park makes it return at once.
+            platform.park(&self.shared.main, deadline);
+        };
+        self.shared.host_waiting.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// The deadlock look at the drivers: `None` unless every driver is
+    /// asleep in a park with no deadline and no wake pending on its token;
+    /// otherwise the sum of their sleep counts, which grows whenever one
+    /// wakes and sleeps again.
+    ///
+    /// Per driver, the token is read before the sleep word, with a SeqCst
+    /// fence between: the driver writes its word, fences, then moves its
+    /// token to `PARKED`, so a token seen `PARKED` by a later sleep comes
+    /// with that sleep's word, and two equal looks mean the driver never
+    /// left the sleep in between. A token is `PARKED` only while its driver
+    /// sleeps on it with no wake since it went to sleep: a wake swaps in
+    /// `NOTIFIED`. (A driver sleeping in the io poller leaves its token
+    /// `EMPTY`, so a runtime that polls is never reported; its sockets
+    /// keep it from being reported anyway.)
+    fn drivers_still(&self) -> Option<u64> {
+        let mut sum = 0u64;
+        for (driver, word) in self.shared.sleeps.iter().enumerate() {
+            // Driver `d` drives worker `d` first; its token is theirs.
+            let Ok(token) = self.runtime.park_token(driver) else { return None };
+            if token.state.load(Ordering::SeqCst) != PARKED {
+                return None;
+            }
+            fence(Ordering::SeqCst);
+            let word = word.load(Ordering::SeqCst);
+            if word & FOREVER == 0 {
+                return None;
+            }
+            sum = sum.wrapping_add(word >> 1);
         }
+        Some(sum)
     }
 
     fn stop_threads(&mut self) {
@@ -580,7 +730,13 @@ impl Drop for Engine {
 
 /// The driver loop of one thread: a bounded pass of each of its workers in
 /// turn, then spin, then park on the token all of them signal.
-fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, context: Arc<HostContext>) {
+fn drive(
+    driver: usize,
+    mut workers: Vec<Worker>,
+    runtime: &Runtime,
+    shared: &EngineShared,
+    context: Arc<HostContext>,
+) {
     // The overflow handler runs on the alternate signal stack; std's threads
     // normally have one already, and this keeps it (or makes one).
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
@@ -631,6 +787,12 @@ fn drive(mut workers: Vec<Worker>, runtime: &Runtime, shared: &EngineShared, con
             break;
         }
         let deadline = workers.iter().filter_map(Worker::next_deadline).min();
+        if shared.going_to_sleep(driver, deadline.is_none()) {
+            // The last driver to sleep with nothing to wake it: the host
+            // looks for a deadlock.
+            platform.unpark(&shared.main);
+        }
         shared.park(reactor, token, deadline);
+        shared.woke(driver);
     }
 }

@@ -167,6 +167,9 @@ pub use smarm_core::actor::{
     RemoteEnvelope, RemoteSink, ReplyTo, RuntimeExtension, SpawnInfo, SystemInfo, WorkerCtx, WorkerExtension,
     WorkerStats,
 };
+/// Deadlock reports: what `run`, `block_on` and `Engine::wait` end with
+/// when every process is parked and nothing can wake one.
+pub use smarm_core::kernel::deadlock::{DeadlockReport, IdleActor, ParkedProcess, WaitKind};
 /// A process's state word state, as `list_processes` reports it.
 pub use smarm_core::kernel::state::State as ProcessState;
 // Supervisors and gen_server, each module with its own documentation.
@@ -584,7 +587,7 @@ pub use smarm_core::otp::local::ActorLocal;
 /// summer.send(Msg::Total).unwrap();
 /// assert_eq!(inbox.recv().unwrap(), 55);
 /// summer.stop().unwrap();
-/// engine.wait();
+/// engine.wait().unwrap();
 /// ```
 #[doc(inline)]
 pub use smarm_core::Actor;
@@ -619,7 +622,7 @@ pub use smarm_core::spawn_actor;
 use smarm_core::{Drivers, RuntimeParts, SingleThreadRuntime};
 pub use stepper::Stepper;
 
-use smarm_platform::linux::LinuxPlatform;
+use smarm_platform::linux::{LinuxPlatform, NOTIFIED};
 
 /// The entry point for the multi-threaded runtime: `smarm::runtime::init(config)`.
 pub mod runtime {
@@ -731,6 +734,10 @@ pub enum RunError {
     Spawn(SpawnError),
     /// An OS thread for a worker could not be started; the reason.
     Thread(String),
+    /// Every process and handler actor was parked and nothing could wake
+    /// one: the report names each and what it waited on. The runtime
+    /// asked them all to stop before it returned (their destructors ran).
+    Deadlock(DeadlockReport),
 }
 
 impl RunError {
@@ -753,6 +760,7 @@ impl std::fmt::Display for RunError {
             RunError::Stopped => f.write_str("root process was stopped"),
             RunError::Spawn(e) => write!(f, "{e}"),
             RunError::Thread(e) => write!(f, "cannot start a worker thread: {e}"),
+            RunError::Deadlock(report) => write!(f, "{report}"),
         }
     }
 }
@@ -793,6 +801,7 @@ pub(crate) fn build_parts(
 /// Runs `root` as the root process of a fresh single-threaded runtime
 /// (`config.worker_count` workers, all driven from the calling thread,
 /// deterministically) and returns its value once every process has exited.
+/// Errors: as [`try_run`].
 pub fn try_run_with<R, F>(config: Config, root: F) -> Result<R, RunError>
 where
     R: Send + 'static,
@@ -804,40 +813,110 @@ where
     let _alt_stack = smarm_platform::linux::ensure_alt_stack();
     let mut single = SingleThreadRuntime::new(parts);
     let handle = single.runtime().spawn_on(0, stop_all_if_root_panics(root)).map_err(RunError::Spawn)?;
-    drive_single(&mut single, &context.reactor);
+    let deadlock = drive_single(&mut single, &context);
+    if deadlock.is_some() {
+        // Nothing can wake them: stop them all, so their destructors run
+        // (a second deadlock among the destructors is left as it is).
+        single.runtime().stop_all();
+        let _ = drive_single(&mut single, &context);
+    }
     // Finished: refuse spawns from cloned handles, then drive the ones
     // that raced with the close to their end.
     single.runtime().close();
-    drive_single(&mut single, &context.reactor);
+    let _ = drive_single(&mut single, &context);
     context.shutdown();
+    if let Some(report) = deadlock {
+        return Err(RunError::Deadlock(report));
+    }
     RunError::from_root(handle)
+}
+
+/// How long an idle host waits before it looks for a deadlock again after
+/// a look found something that may still move (a thread outside the
+/// runtime awake, a wake in flight); doubled after each such look up to
+/// [`RECHECK_MAX`], and back to this once the runtime does work.
+pub(crate) const RECHECK_FIRST: std::time::Duration = std::time::Duration::from_millis(1);
+/// The longest wait between two looks for a deadlock.
+pub(crate) const RECHECK_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether no socket or fd is registered with the runtime's poller: a
+/// registered one may become ready, so the runtime is not deadlocked.
+pub(crate) fn io_idle(context: &context::HostContext) -> bool {
+    context.reactor.waited_fds() == 0 && context.reactor.edge.registered() == 0
+}
+
+/// Looks for a deadlock of a runtime whose drivers are about to sleep with
+/// no deadline, after the host checked its own part (`own_threads`,
+/// `drivers`: see `Runtime::find_deadlock`): io must be idle too. Fills in
+/// the registered names.
+pub(crate) fn find_deadlock(
+    context: &context::HostContext,
+    own_threads: usize,
+    drivers: &mut dyn FnMut() -> Option<u64>,
+) -> Option<DeadlockReport> {
+    if !io_idle(context) {
+        return None;
+    }
+    let runtime = &context.runtime;
+    let mut report = runtime.find_deadlock(own_threads, drivers)?;
+    // The runtime is still, so nothing renames its processes meanwhile.
+    for process in &mut report.processes {
+        process.name = runtime.name_of(process.pid);
+    }
+    for actor in &mut report.actors {
+        actor.name = runtime.name_of(actor.pid);
+    }
+    Some(report)
 }
 
 /// `SingleThreadRuntime::run`, with the io poller in the loop: runs until
 /// no process is live and no external work is outstanding; a busy loop
 /// takes pending readiness every few rounds, an idle one parks in the
 /// poller until readiness, the next timer or a wake.
-fn drive_single(single: &mut SingleThreadRuntime, reactor: &io::reactor::Reactor) {
+///
+/// Where it would sleep with no deadline it first looks for a deadlock
+/// (the one thread driving every worker is the only thread the runtime
+/// owns) and returns the report if there is one. If the look finds that
+/// something may still move, the sleep gets a deadline after all, so the
+/// look is made again if nothing else happens (a thread outside the
+/// runtime may go to sleep in a wait in the meantime).
+fn drive_single(single: &mut SingleThreadRuntime, context: &context::HostContext) -> Option<DeadlockReport> {
+    let reactor = &context.reactor;
     let mut rounds = 0u32;
+    let mut recheck = RECHECK_FIRST;
     loop {
         if single.try_tick() {
             rounds = rounds.wrapping_add(1);
             if rounds.is_multiple_of(io::reactor::POLL_EVERY) {
                 reactor.poll_pending();
             }
+            recheck = RECHECK_FIRST;
             continue;
         }
         if single.runtime().is_finished() {
-            return;
+            return None;
         }
         // A wake or spawn pushed after this round's drain has also
         // signalled the token, and pending readiness is reported at once,
         // so the park returns at once for either.
-        let deadline = single.next_deadline();
         // Worker 0 exists: a runtime has at least one worker.
-        if let Ok(token) = single.runtime().park_token(0) {
-            reactor.park(token, deadline);
+        let Ok(token) = single.runtime().park_token(0) else { unreachable!("a runtime has worker 0") };
+        let mut deadline = single.next_deadline();
+        // With a socket or fd registered, readiness may still come: no
+        // look until the next idle moment.
+        if deadline.is_none() && io_idle(context) {
+            // The driver is this thread, and it is not running anything:
+            // it is still as long as no wake is pending on its token.
+            let mut driver =
+                || (token.state.load(std::sync::atomic::Ordering::SeqCst) != NOTIFIED).then_some(0);
+            if let Some(report) = find_deadlock(context, 1, &mut driver) {
+                return Some(report);
+            }
+            let now = single.runtime().platform().now();
+            deadline = Some(now.saturating_add(recheck.as_nanos() as u64));
+            recheck = (recheck * 2).min(RECHECK_MAX);
         }
+        reactor.park(token, deadline);
     }
 }
 
@@ -866,6 +945,27 @@ where
 }
 
 /// [`try_run_with`] on the default one-worker configuration.
+///
+/// Errors: as [`run`] panics — [`RunError::Panicked`] with the root's
+/// panic message, [`RunError::Deadlock`] when every process is parked and
+/// nothing can wake one, and the reasons a runtime cannot start.
+///
+/// ```no_run
+/// // Run as the only thread of a program: any other thread awake (a test
+/// // harness's, say) could still send, and then nothing is reported.
+/// let result = smarm::try_run(|| {
+///     let (_tx, rx) = smarm::channel::<u32>();
+///     // The sender is ours and we are parked: nobody can send.
+///     rx.recv()
+/// });
+/// match result {
+///     Err(smarm::RunError::Deadlock(report)) => {
+///         assert_eq!(report.processes[0].kind, smarm::WaitKind::ChannelRecv);
+///         eprintln!("{report}"); // "... <0.1> waits on channel recv at src/main.rs:7:8"
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 pub fn try_run<R, F>(root: F) -> Result<R, RunError>
 where
     R: Send + 'static,
@@ -883,7 +983,12 @@ where
 /// If the root process panics, every other process and actor is asked to
 /// stop, and `run` panics with the root's message (as
 /// `std::thread::scope` does); if the runtime cannot start, with the
-/// reason. Use [`try_run`] to get these as a `Result`.
+/// reason. If every process is parked and nothing can wake one — no timer
+/// pending, no io outstanding, every other thread of the program asleep in
+/// a smarm wait with no deadline — every process is asked to stop and `run`
+/// panics with the deadlock report, which names each parked process, what
+/// it waits on and the line of its blocking call (see
+/// [`RunError::Deadlock`]). Use [`try_run`] to get these as a `Result`.
 ///
 /// ```
 /// let answer = smarm::run(|| {

@@ -347,6 +347,16 @@ pub trait Platform: Send + Sync + 'static {
     /// Wakes a driver parked (or about to park) on `token`.
     fn unpark(&self, token: &ParkToken);
 
+    /// How many threads of execution the program has right now (OS
+    /// threads, cores running code), or `None` if the platform cannot
+    /// tell. A runtime reports a deadlock only when every one of them is
+    /// accounted for (its own drivers, threads asleep in a smarm wait), so
+    /// `None` — the default — means a deadlock is never reported, never a
+    /// false one.
+    fn threads(&self) -> Option<usize> {
+        None
+    }
+
     /// Registers `fd` for readiness `interest`, reported with `token`.
     /// Registrations are one-shot: after an event fires, `modify` re-arms.
     /// Default: [`PollError::Unsupported`] (a platform without readiness

@@ -706,7 +706,7 @@ fn per_worker_extensions_are_distinct_on_the_engine() {
     a.stop().unwrap();
     wait_until("death seen", || ext.died.lock().unwrap().len() == 1);
     assert_eq!(ext.spawned.lock().unwrap()[0].worker, 2);
-    engine.wait();
+    engine.wait().unwrap();
 }
 
 struct Panicking;

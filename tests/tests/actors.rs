@@ -988,7 +988,7 @@ fn an_idle_worker_with_actors_parks() {
         std::thread::sleep(ms(1));
     }
     a.stop().unwrap();
-    engine.wait();
+    engine.wait().unwrap();
 }
 
 #[test]

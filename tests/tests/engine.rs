@@ -209,13 +209,13 @@ fn default_workers_and_threads_follow_the_cpus() {
     assert_eq!(engine.block_on(|| 7).unwrap(), 7);
     let engine = Engine::builder().workers(2).threads(64).build().expect("engine starts");
     assert_eq!(engine.threads(), 2);
-    engine.wait();
+    engine.wait().unwrap();
     let engine = Engine::builder().workers(4 * cpus).build().expect("engine starts");
     assert_eq!(engine.threads(), cpus);
-    engine.wait();
+    engine.wait().unwrap();
     let engine = Engine::builder().workers(3).threads(0).build().expect("engine starts");
     assert_eq!(engine.threads(), 1);
-    engine.wait();
+    engine.wait().unwrap();
 }
 
 /// The Savina token ring with more workers than this machine has CPUs
@@ -347,7 +347,7 @@ fn wait_and_shutdown_end_the_engine() {
             })
             .unwrap();
     }
-    e.wait();
+    e.wait().unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 10);
 
     // shutdown: parked-forever processes are stopped and unwound.

@@ -503,7 +503,7 @@ fn ten_thousand_actors_a_million_messages() {
     for a in &addrs {
         a.stop().unwrap();
     }
-    engine.wait();
+    engine.wait().unwrap();
     assert_eq!(rt.live(), 0);
 }
 
@@ -559,7 +559,7 @@ fn a_hundred_thousand_fresh_actors_get_their_mail_in_order() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(out_of_order.load(Ordering::Relaxed), 0);
-    engine.wait();
+    engine.wait().unwrap();
     assert_eq!(rt.live(), 0);
 }
 

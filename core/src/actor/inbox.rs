@@ -21,6 +21,7 @@ use core::time::Duration;
 use crate::actor::error::ActorSendError;
 use crate::actor::system::{count_external, Local};
 use crate::kernel::atomic::{AtomicU64, Ordering};
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::slab::DeathHookId;
@@ -151,7 +152,7 @@ impl<M: Send + 'static> Slot<M> {
     }
 
     /// Waits until a message, a disconnection, or `timeout`.
-    fn recv(&self, timeout: Option<Duration>) -> Result<M, InboxRecvError> {
+    fn recv(&self, timeout: Option<Duration>, site: WaitSite) -> Result<M, InboxRecvError> {
         match self.poll_now() {
             Ok(m) => return Ok(m),
             Err(InboxTryRecvError::Disconnected(d)) => return Err(InboxRecvError::Disconnected(d)),
@@ -162,7 +163,7 @@ impl<M: Send + 'static> Slot<M> {
         let now = wait::now().ok_or(InboxRecvError::NotInProcess)?;
         let deadline = timeout.map(|t| now + t);
         loop {
-            let mut wait = Wait::begin().map_err(|_| InboxRecvError::NotInProcess)?;
+            let mut wait = Wait::begin_at(site).map_err(|_| InboxRecvError::NotInProcess)?;
             if let Some(deadline) = deadline {
                 if wait.expired(Some(deadline)) {
                     wait.retire();
@@ -396,13 +397,15 @@ impl<M: Send + 'static> Inbox<M> {
     /// assert_eq!(sum, 3);
     /// # }
     /// ```
+    #[track_caller]
     pub fn recv(&self) -> Result<M, InboxRecvError> {
-        self.slot.recv(None)
+        self.slot.recv(None, WaitSite::here(WaitKind::Inbox))
     }
 
     /// [`recv`](Self::recv), giving up after `timeout`.
+    #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<M, InboxRecvError> {
-        self.slot.recv(Some(timeout))
+        self.slot.recv(Some(timeout), WaitSite::here(WaitKind::Inbox))
     }
 
     /// The next message if one is queued.
@@ -626,19 +629,21 @@ impl<R: Send + 'static> fmt::Debug for Ask<R> {
 
 impl<R: Send + 'static> Ask<R> {
     /// Waits for the reply.
+    #[track_caller]
     pub fn wait(self) -> Result<R, InboxRecvError> {
         if self.not_sent {
             return Err(InboxRecvError::NoActor);
         }
-        self.slot.recv(None)
+        self.slot.recv(None, WaitSite::here(WaitKind::Ask))
     }
 
     /// Waits for the reply at most `timeout`.
+    #[track_caller]
     pub fn wait_timeout(self, timeout: Duration) -> Result<R, InboxRecvError> {
         if self.not_sent {
             return Err(InboxRecvError::NoActor);
         }
-        self.slot.recv(Some(timeout))
+        self.slot.recv(Some(timeout), WaitSite::here(WaitKind::Ask))
     }
 
     /// The reply if it has arrived.

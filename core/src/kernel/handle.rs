@@ -199,3 +199,70 @@ impl Runtime {
         self.max_processes()
     }
 }
+
+impl Runtime {
+    /// A report naming every parked process and idle handler actor, if the
+    /// runtime is deadlocked: nothing is running and nothing can wake
+    /// anyone (the rule is in [`deadlock`](crate::kernel::deadlock)'s
+    /// docs). `None` when it may still move, or when the platform cannot
+    /// count the program's threads. For hosts, at the point where every
+    /// driver would otherwise sleep with no deadline.
+    ///
+    /// The host vouches for its part of the rule:
+    /// - `own_threads`: the program's threads it accounts for — its
+    ///   drivers, and a thread blocked in its wait for this runtime;
+    /// - `drivers`: a look at its drivers, called before and after the
+    ///   scan: `None` if a driver is awake, has a timer or io to wait for,
+    ///   or has a wake pending on its token; otherwise a value that
+    ///   changes whenever any driver wakes (so two equal looks mean none
+    ///   woke in between).
+    ///
+    /// Every process is read once, so the cost is linear in the slab: a
+    /// host calls it only when its drivers are about to sleep for ever.
+    pub fn find_deadlock(
+        &self,
+        own_threads: usize,
+        drivers: &mut dyn FnMut() -> Option<u64>,
+    ) -> Option<crate::kernel::deadlock::DeadlockReport> {
+        use crate::kernel::deadlock::{self, DeadlockReport, IdleActor, ParkedProcess};
+        use crate::kernel::state::State;
+
+        let shared = &self.shared;
+        let threads_before = deadlock::thread_events();
+        let count_before = shared.platform.threads()?;
+        if own_threads.checked_add(threads_before.0) != Some(count_before) {
+            // A thread that is neither ours nor asleep in a wait may act.
+            return None;
+        }
+        let drivers_before = drivers()?;
+        if shared.external() != 0 || shared.live() == 0 {
+            return None;
+        }
+        let mut report = DeadlockReport::default();
+        for index in 0..shared.slots.len() as u32 {
+            let Some(slot) = shared.slot(index) else { break };
+            // Acquire: the process's wait record, stored before its park,
+            // is visible once its parked word is.
+            let snap = slot.state.snapshot();
+            let pid = Pid::from_parts(index, snap.generation());
+            match snap.state() {
+                State::Vacant | State::Done => {}
+                State::Parked if slot.stackless.load(Ordering::Relaxed) => {
+                    report.actors.push(IdleActor { pid, name: None });
+                }
+                State::Parked => {
+                    let (kind, location) = slot.wait_site();
+                    report.processes.push(ParkedProcess { pid, kind, location, name: None });
+                }
+                // Ready, running, or woken and in flight.
+                State::Queued | State::Running | State::RunningNotified => return None,
+            }
+        }
+        let settled = drivers() == Some(drivers_before)
+            && shared.external() == 0
+            && deadlock::thread_events() == threads_before
+            && shared.platform.threads() == Some(count_before);
+        let anyone = !(report.processes.is_empty() && report.actors.is_empty());
+        (settled && anyone).then_some(report)
+    }
+}

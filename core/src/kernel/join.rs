@@ -11,6 +11,7 @@ use core::any::Any;
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::{JoinError, SpawnError};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -110,10 +111,12 @@ impl<T: 'static> JoinHandle<T> {
     /// one ([`JoinError::Exited`]: panicked, stopped, or stopped by a
     /// link). On a worker's driver outside any process (a handler actor):
     /// `Err(NotInProcess)` unless already finished.
+    #[track_caller]
     pub fn join(self) -> Result<T, JoinError> {
         let slot = self.shared.slot_of(self.pid);
+        let site = WaitSite::here(WaitKind::Join);
         loop {
-            let wait = Wait::begin().ok();
+            let wait = Wait::begin_at(site).ok();
             {
                 let mut cold = slot.cold.lock();
                 if cold.notified {

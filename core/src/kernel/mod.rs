@@ -44,6 +44,7 @@ pub(crate) mod atomic;
 pub mod config;
 pub mod coop;
 pub(crate) mod current;
+pub mod deadlock;
 pub(crate) mod death;
 pub mod error;
 pub mod exit;

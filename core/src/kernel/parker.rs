@@ -10,15 +10,26 @@
 //! epoch-stamped wake tells it. The thread sleeps on a [`ParkToken`]
 //! through the host's thread hooks, which remember a wake that arrives
 //! before the sleep.
+//!
+//! A sleep with no deadline first moves `Waiting` → `Sleeping` and counts
+//! the thread as asleep for the deadlock look (`kernel::deadlock`); only a
+//! wake ends it, and the waker whose compare-and-swap moves `Sleeping` →
+//! `Woken` takes the thread out of the count before it goes on, so the
+//! count never calls a thread asleep that a wake has already set going.
 
 use smarm_platform::{Nanos, ParkToken};
 
 use crate::kernel::atomic::{AtomicU32, Ordering};
+use crate::kernel::deadlock;
 use crate::kernel::host::{self, ThreadHooks};
 
 const WAITING: u32 = 0;
 const WOKEN: u32 = 1;
 const RETIRED: u32 = 2;
+/// Asleep with no deadline, counted in the deadlock look's sleeping
+/// threads: only a wake ends it, and the waker that moves it to `WOKEN`
+/// takes it out of the count.
+const SLEEPING: u32 = 3;
 
 /// One wait of one plain thread; shared (in an `Arc`) between the thread
 /// and every place it registered with.
@@ -63,11 +74,22 @@ impl ThreadWait {
         // AcqRel: the waker's writes before the wake (a queued message)
         // happen before the woken thread's look; Acquire on failure is
         // enough to read who won.
-        let landed = self.state.compare_exchange(WAITING, WOKEN, Ordering::AcqRel, Ordering::Acquire).is_ok();
-        if landed {
-            (self.hooks.unpark)(&self.token);
+        let mut seen = WAITING;
+        loop {
+            match self.state.compare_exchange(seen, WOKEN, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                // Gone to sleep meanwhile: wake the sleep instead.
+                Err(SLEEPING) => seen = SLEEPING,
+                Err(_) => return false,
+            }
         }
-        landed
+        if seen == SLEEPING {
+            // Out of the sleeping count before this waker goes on, so a
+            // deadlock look never counts a thread this wake sets running.
+            deadlock::thread_woken();
+        }
+        (self.hooks.unpark)(&self.token);
+        true
     }
 
     /// Ends the wait without sleeping: a wake that already landed is eaten,
@@ -106,6 +128,13 @@ impl ThreadWait {
         #[cfg(not(loom))]
         if self.spin_until_woken(deadline) {
             return true;
+        }
+        if deadline.is_none() {
+            // Only a wake can end this sleep: announce it, for the
+            // deadlock look. A waker that wins first finds `WOKEN` here.
+            if self.state.compare_exchange(WAITING, SLEEPING, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                deadlock::thread_asleep();
+            }
         }
         loop {
             // Acquire pairs with the waker's AcqRel.

@@ -21,6 +21,7 @@ use smarm_arch::{Arch, Native};
 
 use crate::kernel::asan;
 use crate::kernel::atomic::Ordering;
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::NotInProcess;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -330,9 +331,19 @@ impl Waker {
 
 /// Opens a new wait for the calling process and returns its waker. Call it
 /// before taking any lock: it is an observation point for `request_stop`.
+/// A deadlock report names the wait as a bare park at the caller's line.
+#[track_caller]
 pub fn begin_wait() -> Result<Waker, NotInProcess> {
+    begin_wait_at(WaitSite::here(WaitKind::Park))
+}
+
+/// [`begin_wait`], recording `site` as what the wait is for and where it
+/// began (what a deadlock report says of the process while it parks).
+pub fn begin_wait_at(site: WaitSite) -> Result<Waker, NotInProcess> {
     let running = Running::get().ok_or(NotInProcess)?;
-    let epoch = running.slot().state.begin_wait(running.generation);
+    let slot = running.slot();
+    slot.record_wait(site);
+    let epoch = slot.state.begin_wait(running.generation);
     running.observe_stop();
     running.core().current.wait_open.set(true);
     Ok(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
@@ -393,14 +404,16 @@ fn arm_timer(waker: &Waker, deadline: Instant, reason: TimerReason) -> Result<()
 }
 
 /// Parks the calling process until `deadline`.
+#[track_caller]
 pub fn sleep_until(deadline: Instant) -> Result<(), NotInProcess> {
-    let waker = begin_wait()?;
+    let waker = begin_wait_at(WaitSite::here(WaitKind::Sleep))?;
     arm_timer(&waker, deadline, TimerReason::Sleep)?;
     park();
     Ok(())
 }
 
 /// Parks the calling process for `duration`.
+#[track_caller]
 pub fn sleep(duration: Duration) -> Result<(), NotInProcess> {
     let now = now().ok_or(NotInProcess)?;
     sleep_until(now + duration)

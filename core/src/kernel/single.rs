@@ -50,8 +50,11 @@ impl SingleThreadRuntime {
     /// senders).
     ///
     /// A process that parks with nothing left that could wake it keeps the
-    /// runtime open forever, as a deadlocked program would; `run` does not
-    /// guess.
+    /// runtime open forever: this loop does not look for deadlocks. A host
+    /// that wants a report calls
+    /// [`Runtime::find_deadlock`](crate::kernel::runtime::Runtime::find_deadlock)
+    /// where its driver would sleep with no deadline (the hosted `run`
+    /// does).
     pub fn run(&mut self) {
         loop {
             if self.try_tick() {

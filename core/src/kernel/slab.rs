@@ -17,11 +17,14 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use core::cell::UnsafeCell;
+use core::panic::Location;
+use core::ptr;
 
 use smarm_arch::Context;
 use smarm_platform::Stack;
 
 use crate::kernel::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::parker::ThreadWait;
 use crate::kernel::pid::Pid;
@@ -142,6 +145,13 @@ pub(crate) struct Slot {
     /// worker's wake or spawn queue ([`WakeQueue`](crate::kernel::ring::WakeQueue)):
     /// a process is in at most one queue at a time, so one link is enough.
     pub(crate) link: AtomicU32,
+    /// The kind of the process's current (or last) wait, a `WaitKind`
+    /// byte; with `wait_at`, written by the process when it opens a wait
+    /// and read by a deadlock look while it is parked (Relaxed: the park's
+    /// state-word transition orders them for a reader that saw it parked).
+    pub(crate) wait_kind: AtomicU8,
+    /// The source line of that wait's blocking call; null if none.
+    pub(crate) wait_at: AtomicPtr<Location<'static>>,
     pub(crate) body: UnsafeCell<SlotBody>,
     pub(crate) cold: RuntimeMutex<Cold>,
 }
@@ -165,6 +175,8 @@ impl Slot {
             stackless: AtomicBool::new(false),
             body_type: AtomicPtr::new(core::ptr::null_mut()),
             link: AtomicU32::new(crate::kernel::ring::NIL),
+            wait_kind: AtomicU8::new(WaitKind::Other as u8),
+            wait_at: AtomicPtr::new(ptr::null_mut()),
             body: UnsafeCell::new(SlotBody::default()),
             cold: RuntimeMutex::leaf(Cold::default()),
         }
@@ -188,6 +200,25 @@ impl Slot {
         // A reclaimed slot is in no queue: the link is dead until the next
         // push writes it; reset anyway so a stale link is never read.
         self.link.store(crate::kernel::ring::NIL, Ordering::Relaxed);
+        self.wait_kind.store(WaitKind::Other as u8, Ordering::Relaxed);
+        self.wait_at.store(ptr::null_mut(), Ordering::Relaxed);
+    }
+
+    /// Records where the process's new wait began: two stores.
+    #[inline]
+    pub(crate) fn record_wait(&self, site: WaitSite) {
+        self.wait_kind.store(site.kind as u8, Ordering::Relaxed);
+        // The pointer is only ever read back as a shared reference.
+        self.wait_at.store(ptr::from_ref(site.location).cast_mut(), Ordering::Relaxed);
+    }
+
+    /// Where the process's current (or last) wait began.
+    pub(crate) fn wait_site(&self) -> (WaitKind, Option<&'static Location<'static>>) {
+        let kind = WaitKind::from_bits(self.wait_kind.load(Ordering::Relaxed));
+        let at = self.wait_at.load(Ordering::Relaxed);
+        // SAFETY: `wait_at` holds null or a pointer made from a
+        // `&'static Location` by `record_wait`.
+        (kind, unsafe { at.cast_const().as_ref() })
     }
 
     pub(crate) fn generation(&self) -> u32 {

@@ -23,6 +23,7 @@ use alloc::sync::Arc;
 use core::fmt;
 
 use crate::kernel::current;
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::NotInProcess;
 use crate::kernel::parker::ThreadWait;
 use crate::kernel::pid::Pid;
@@ -141,8 +142,17 @@ impl Wait {
     /// calling plain thread. `NotInProcess` on a worker's driver outside a
     /// process, and on a host that cannot block threads. Inside a process
     /// it is an observation point for `request_stop`.
+    #[track_caller]
     pub fn begin() -> Result<Wait, NotInProcess> {
-        if let Ok(waker) = process::begin_wait() {
+        Wait::begin_at(WaitSite::here(WaitKind::Other))
+    }
+
+    /// [`begin`](Self::begin), recording `site` — what the wait is for and
+    /// the blocking call's line — for a deadlock report. A public blocking
+    /// call takes its caller's line with `#[track_caller]` and passes it
+    /// down.
+    pub fn begin_at(site: WaitSite) -> Result<Wait, NotInProcess> {
+        if let Ok(waker) = process::begin_wait_at(site) {
             return Ok(Wait { kind: Own::Process(waker), deadline: None, open: true });
         }
         if current::registered().is_some() {

@@ -41,6 +41,7 @@ use core::any::Any;
 use core::fmt;
 use core::time::Duration;
 
+use crate::kernel::deadlock::WaitKind;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::pid::Pid;
 use crate::kernel::process;
@@ -50,7 +51,8 @@ use crate::kernel::wait;
 use crate::otp::monitor::{self, Down, Monitor, MonitorId};
 use crate::otp::supervisor::{self, Child, ChildSpec, Shutdown, StartError, SupervisorError, SupervisorRef};
 use crate::sync::channel::{
-    channel, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError, WeakSender,
+    channel, channel_waited_as, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, TryRecvError,
+    WeakSender,
 };
 use crate::sync::select::Select;
 
@@ -474,6 +476,7 @@ impl<G: GenServer> ServerRef<G> {
     /// Sends `request` and returns the reply; the caller parks meanwhile (a
     /// plain thread sleeps). From a handler actor: `NotInProcess`, and the
     /// request is not sent.
+    #[track_caller]
     pub fn call(&self, request: G::Call) -> Result<G::Reply, CallError> {
         let reply = self.send_call(request)?;
         reply.recv().map_err(|e| match e {
@@ -483,6 +486,7 @@ impl<G: GenServer> ServerRef<G> {
     }
 
     /// [`call`](Self::call), giving up after `timeout`.
+    #[track_caller]
     pub fn call_timeout(&self, request: G::Call, timeout: Duration) -> Result<G::Reply, CallError> {
         let reply = self.send_call(request)?;
         // Dropping `reply` on a timeout makes the late reply's send fail.
@@ -500,7 +504,7 @@ impl<G: GenServer> ServerRef<G> {
         if process::self_pid() == Some(self.pid) {
             return Err(CallError::CallingSelf);
         }
-        let (tx, rx) = channel();
+        let (tx, rx) = channel_waited_as(WaitKind::Call);
         self.inbox.send(Envelope::Call(request, tx)).map_err(|_| CallError::NoProc(self.pid))?;
         Ok(rx)
     }

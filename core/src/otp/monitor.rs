@@ -15,11 +15,12 @@ use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
 
 use crate::kernel::atomic::{spin_loop, AtomicU8, Ordering};
+use crate::kernel::deadlock::WaitKind;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::slab::DeathHookId;
-use crate::sync::channel::{channel, Receiver};
+use crate::sync::channel::{channel, channel_waited_as, Receiver};
 
 /// Identifies one monitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,7 +77,7 @@ impl Runtime {
 
 fn monitor_in(shared: &Arc<Shared>, target: Pid) -> Monitor {
     let id = MonitorId(shared.next_hook_id());
-    let (tx, rx) = channel::<Down>();
+    let (tx, rx) = channel_waited_as::<Down>(WaitKind::MonitorDown);
     let state = Arc::new(AtomicU8::new(0));
     let hook_state = state.clone();
     let hook = Box::new(move |_: &Shared, pid: Pid, reason: &ExitReason| {

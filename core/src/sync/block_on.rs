@@ -30,6 +30,7 @@ use core::pin::{pin, Pin};
 use core::task::{Context, Poll, Waker};
 
 use crate::kernel::atomic::{AtomicBool, Ordering};
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::wait::{self, Wait, Waiter};
 
@@ -60,12 +61,14 @@ use crate::kernel::wait::{self, Wait, Waiter};
 /// let answer = smarm::block_on(async { 6 * 7 }).unwrap();
 /// assert_eq!(answer, 42);
 /// ```
+#[track_caller]
 pub fn block_on<F: Future>(future: F) -> Result<F::Output, CannotBlock<F>> {
     if !wait::can_wait() {
         return poll_once(future);
     }
     let notify = Arc::new(Notify { notified: AtomicBool::new(false), waiter: RuntimeMutex::leaf(None) });
-    Ok(drive(pin!(future), &notify, || Wait::begin().ok()))
+    let site = WaitSite::here(WaitKind::Future);
+    Ok(drive(pin!(future), &notify, || Wait::begin_at(site).ok()))
 }
 
 /// Polls `future` until it is ready, parking in a wait from `begin`

@@ -43,6 +43,7 @@ use core::time::Duration;
 
 use crate::kernel::atomic::{AtomicUsize, Ordering};
 use crate::kernel::coop;
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::process;
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::time::Instant;
@@ -144,6 +145,9 @@ struct Chan<T> {
     senders: AtomicUsize,
     /// `None` = unbounded; `Some(0)` = rendezvous.
     capacity: Option<usize>,
+    /// What a receiver parked on this channel waits on, for a deadlock
+    /// report.
+    waited_as: WaitKind,
 }
 
 impl<T> Chan<T> {
@@ -200,7 +204,7 @@ impl<T> fmt::Debug for Receiver<T> {
     }
 }
 
-fn new_chan<T>(capacity: Option<usize>) -> (Sender<T>, Receiver<T>) {
+fn new_chan<T>(capacity: Option<usize>, waited_as: WaitKind) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan {
         inner: RuntimeMutex::channel(Inner {
             queue: VecDeque::new(),
@@ -213,6 +217,7 @@ fn new_chan<T>(capacity: Option<usize>) -> (Sender<T>, Receiver<T>) {
         }),
         senders: AtomicUsize::new(1),
         capacity,
+        waited_as,
     });
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
@@ -226,7 +231,13 @@ fn new_chan<T>(capacity: Option<usize>) -> (Sender<T>, Receiver<T>) {
 /// assert_eq!(rx.try_recv(), Ok("hello"));
 /// ```
 pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
-    new_chan(None)
+    new_chan(None, WaitKind::ChannelRecv)
+}
+
+/// An unbounded channel whose receiver, parked, is reported as waiting on
+/// `kind` (a monitor's `Down`, a call's reply) in a deadlock report.
+pub(crate) fn channel_waited_as<T: Send>(kind: WaitKind) -> (Sender<T>, Receiver<T>) {
+    new_chan(None, kind)
 }
 
 /// A bounded channel (std's `mpsc::sync_channel`).
@@ -258,7 +269,7 @@ pub fn channel<T: Send>() -> (Sender<T>, Receiver<T>) {
 /// # drop(rx);
 /// ```
 pub fn bounded<T: Send>(capacity: usize) -> (Sender<T>, Receiver<T>) {
-    new_chan(Some(capacity))
+    new_chan(Some(capacity), WaitKind::ChannelRecv)
 }
 
 /// The receiver is gone; the message comes back.
@@ -466,9 +477,11 @@ impl<T: Send> Sender<T> {
     /// drop(rx);
     /// assert_eq!(tx.send(8).unwrap_err().into_inner(), 8);
     /// ```
+    #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
         coop::spend();
-        self.send_until(value, None).map_err(|e| SendError(e.into_inner()))
+        self.send_until(value, None, WaitSite::here(WaitKind::ChannelSend))
+            .map_err(|e| SendError(e.into_inner()))
     }
 
     /// [`send`](Self::send), giving up after `timeout` on a full (or
@@ -490,20 +503,22 @@ impl<T: Send> Sender<T> {
     /// assert_eq!(err.into_inner(), 2);
     /// # drop(rx);
     /// ```
+    #[track_caller]
     pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         coop::spend();
         match wait::now() {
-            Some(now) => self.send_until(value, Some(now + timeout)),
+            Some(now) => self.send_until(value, Some(now + timeout), WaitSite::here(WaitKind::ChannelSend)),
             None => self.send_outside(value),
         }
     }
 
     /// [`send_timeout`](Self::send_timeout) with a deadline on the
     /// runtime's clock ([`now`](crate::kernel::process::now)).
+    #[track_caller]
     pub fn send_deadline(&self, value: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
         coop::spend();
         match wait::now() {
-            Some(_) => self.send_until(value, Some(deadline)),
+            Some(_) => self.send_until(value, Some(deadline), WaitSite::here(WaitKind::ChannelSend)),
             None => self.send_outside(value),
         }
     }
@@ -521,9 +536,14 @@ impl<T: Send> Sender<T> {
     /// `NotInProcess` never comes out: where no wait can be opened (a
     /// worker's driver outside a process) it spins, and no deadline exists
     /// there.
-    fn send_until(&self, value: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
+    fn send_until(
+        &self,
+        value: T,
+        deadline: Option<Instant>,
+        site: WaitSite,
+    ) -> Result<(), SendTimeoutError<T>> {
         if self.chan.is_rendezvous() {
-            return self.send_rendezvous(value, deadline);
+            return self.send_rendezvous(value, deadline, site);
         }
         let mut value = value;
         loop {
@@ -534,7 +554,7 @@ impl<T: Send> Sender<T> {
             }
             // Full: register as a blocked sender and park until the
             // receiver makes room (or the deadline).
-            let Ok(mut wait) = Wait::begin() else {
+            let Ok(mut wait) = Wait::begin_at(site) else {
                 smarm_arch_spin();
                 continue;
             };
@@ -566,11 +586,16 @@ impl<T: Send> Sender<T> {
     /// A rendezvous send: hand the value to a receiver parked in `recv`, or
     /// offer it and park until it is taken, the receiver goes, or the
     /// deadline passes.
-    fn send_rendezvous(&self, value: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
+    fn send_rendezvous(
+        &self,
+        value: T,
+        deadline: Option<Instant>,
+        site: WaitSite,
+    ) -> Result<(), SendTimeoutError<T>> {
         // The wait is opened before the lock, as the protocol asks; on a
         // worker's driver outside a process there is none and the loop
         // below polls.
-        let mut wait = Wait::begin().ok();
+        let mut wait = Wait::begin_at(site).ok();
         let retire = |wait: &mut Option<Wait>| {
             if let Some(wait) = wait.take() {
                 wait.retire();
@@ -628,7 +653,7 @@ impl<T: Send> Sender<T> {
             }
             // Woken: the value was taken, the receiver went, or the
             // deadline passed. Look (in a new wait, in case nothing did).
-            wait = Wait::begin().ok();
+            wait = Wait::begin_at(site).ok();
             let expired = deadline.is_some_and(|deadline| wait::now().is_some_and(|now| now >= deadline));
             let mut inner = self.chan.inner.lock();
             let Some(index) = inner.offers.iter().position(|offer| offer.ticket == ticket) else {
@@ -813,9 +838,10 @@ impl<T: Send> Receiver<T> {
     /// is gone. On a worker's driver outside any process (a handler actor)
     /// it returns a message that is already there, and `NotInProcess`
     /// where it would have to wait.
+    #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
         coop::spend();
-        self.recv_matching(None, true, |_| true).map_err(|e| match e {
+        self.recv_matching(None, true, |_| true, self.recv_site()).map_err(|e| match e {
             RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout => RecvError::Disconnected,
             RecvTimeoutError::NotInProcess => RecvError::NotInProcess,
         })
@@ -823,10 +849,11 @@ impl<T: Send> Receiver<T> {
 
     /// [`recv`](Self::recv) with a deadline `timeout` from now. A message
     /// that arrives together with the deadline wins (message first).
+    #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         coop::spend();
         match wait::now() {
-            Some(now) => self.recv_matching(Some(now + timeout), true, |_| true),
+            Some(now) => self.recv_matching(Some(now + timeout), true, |_| true, self.recv_site()),
             None => self.poll(&|_| true).map_err(|e| match e {
                 TryRecvError::Empty => RecvTimeoutError::NotInProcess,
                 TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
@@ -837,9 +864,10 @@ impl<T: Send> Receiver<T> {
     /// [`recv`](Self::recv) with a deadline on the runtime's clock
     /// ([`now`](crate::kernel::process::now)). A message that arrives
     /// together with the deadline wins.
+    #[track_caller]
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         coop::spend();
-        self.recv_matching(Some(deadline), true, |_| true)
+        self.recv_matching(Some(deadline), true, |_| true, self.recv_site())
     }
 
     /// Takes the first queued message (front to back) for which `pred`
@@ -848,9 +876,10 @@ impl<T: Send> Receiver<T> {
     ///
     /// `pred` runs under the channel lock: keep it cheap and pure, and
     /// never touch a channel from it.
+    #[track_caller]
     pub fn recv_match(&self, pred: impl Fn(&T) -> bool) -> Result<T, RecvError> {
         coop::spend();
-        self.recv_matching(None, false, pred).map_err(|e| match e {
+        self.recv_matching(None, false, pred, self.recv_site()).map_err(|e| match e {
             RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout => RecvError::Disconnected,
             RecvTimeoutError::NotInProcess => RecvError::NotInProcess,
         })
@@ -879,6 +908,14 @@ impl<T: Send> Receiver<T> {
         }
     }
 
+    /// What a receive on this channel waits on, at the caller's line (the
+    /// kind its maker gave the channel: a plain recv, a monitor's `Down`,
+    /// a call's reply).
+    #[track_caller]
+    fn recv_site(&self) -> WaitSite {
+        WaitSite::here(self.chan.waited_as)
+    }
+
     /// The receive loop. `any`: `pred` accepts every message, so a
     /// rendezvous sender may hand its value over while this parks.
     fn recv_matching(
@@ -886,6 +923,7 @@ impl<T: Send> Receiver<T> {
         deadline: Option<Instant>,
         any: bool,
         pred: impl Fn(&T) -> bool,
+        site: WaitSite,
     ) -> Result<T, RecvTimeoutError> {
         // Fast path: no wait is opened when a message is already there.
         match self.poll(&pred) {
@@ -895,7 +933,7 @@ impl<T: Send> Receiver<T> {
         }
         let accept_hand = any && self.chan.is_rendezvous();
         loop {
-            let mut wait = Wait::begin().map_err(|_| RecvTimeoutError::NotInProcess)?;
+            let mut wait = Wait::begin_at(site).map_err(|_| RecvTimeoutError::NotInProcess)?;
             if let Some(deadline) = deadline {
                 if wait.expired(Some(deadline)) {
                     wait.retire();
@@ -1043,6 +1081,7 @@ impl<T> fmt::Debug for IntoIter<T> {
 
 impl<T: Send> Iterator for Iter<'_, T> {
     type Item = T;
+    #[track_caller]
     fn next(&mut self) -> Option<T> {
         self.receiver.recv().ok()
     }
@@ -1057,6 +1096,7 @@ impl<T: Send> Iterator for TryIter<'_, T> {
 
 impl<T: Send> Iterator for IntoIter<T> {
     type Item = T;
+    #[track_caller]
     fn next(&mut self) -> Option<T> {
         self.receiver.recv().ok()
     }

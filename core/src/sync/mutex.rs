@@ -15,6 +15,7 @@ use core::fmt;
 use core::ops::{Deref, DerefMut};
 use core::time::Duration;
 
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::time::Instant;
 use crate::kernel::wait::{self, Wait, Waiter};
@@ -119,10 +120,12 @@ impl<T: ?Sized> Mutex<T> {
     /// Takes the lock, parking the process (sleeping a plain thread) while
     /// another holds it. On a worker's driver outside any process it spins.
     /// Spends one unit of the cooperative budget.
+    #[track_caller]
     pub fn lock(&self) -> MutexGuard<'_, T> {
         crate::kernel::coop::spend();
+        let site = WaitSite::here(WaitKind::Mutex);
         loop {
-            match self.lock_until(None) {
+            match self.lock_until(None, site) {
                 Ok(guard) => return guard,
                 Err(LockError::NotInProcess) => {
                     if let Some(guard) = self.try_acquire() {
@@ -138,21 +141,22 @@ impl<T: ?Sized> Mutex<T> {
 
     /// Takes the lock, giving up after `timeout`. Spends one unit of the
     /// cooperative budget.
+    #[track_caller]
     pub fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard<'_, T>, LockError> {
         crate::kernel::coop::spend();
         if let Some(guard) = self.try_acquire() {
             return Ok(guard);
         }
         let now = wait::now().ok_or(LockError::NotInProcess)?;
-        self.lock_until(Some(now + timeout))
+        self.lock_until(Some(now + timeout), WaitSite::here(WaitKind::Mutex))
     }
 
-    fn lock_until(&self, deadline: Option<Instant>) -> Result<MutexGuard<'_, T>, LockError> {
+    fn lock_until(&self, deadline: Option<Instant>, site: WaitSite) -> Result<MutexGuard<'_, T>, LockError> {
         if let Some(guard) = self.try_acquire() {
             return Ok(guard);
         }
         loop {
-            let mut wait = Wait::begin().map_err(|_| LockError::NotInProcess)?;
+            let mut wait = Wait::begin_at(site).map_err(|_| LockError::NotInProcess)?;
             let me = wait.waiter();
             if let Some(deadline) = deadline {
                 wait.wake_at(deadline);

@@ -19,6 +19,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
+use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::time::Instant;
 use crate::kernel::wait::{self, Wait, Waiter};
 use crate::sync::channel::Selectable;
@@ -34,9 +35,10 @@ fn first_ready<'a>(count: usize, arm: impl Fn(usize) -> &'a dyn Selectable) -> O
 /// With no arms it parks until stopped, like an empty `receive`. A plain
 /// thread sleeps where a process parks; on a worker's driver outside any
 /// process (a handler) it spins.
+#[track_caller]
 pub fn select(arms: &[&dyn Selectable]) -> usize {
     loop {
-        if let Some(i) = wait(arms.len(), |i| arms[i], None) {
+        if let Some(i) = wait(arms.len(), |i| arms[i], None, WaitSite::here(WaitKind::Select)) {
             return i;
         }
     }
@@ -44,9 +46,10 @@ pub fn select(arms: &[&dyn Selectable]) -> usize {
 
 /// [`select`] with a timeout: `None` if no arm became ready within
 /// `timeout`. On a worker's driver outside any process it checks once.
+#[track_caller]
 pub fn select_timeout(arms: &[&dyn Selectable], timeout: Duration) -> Option<usize> {
     let Some(now) = wait::now() else { return first_ready(arms.len(), |i| arms[i]) };
-    wait(arms.len(), |i| arms[i], Some(now + timeout))
+    wait(arms.len(), |i| arms[i], Some(now + timeout), WaitSite::here(WaitKind::Select))
 }
 
 /// One select over `count` arms, arm `i` being `arm(i)`: `Some(index)`
@@ -55,12 +58,13 @@ fn wait<'a>(
     count: usize,
     arm: impl Fn(usize) -> &'a dyn Selectable,
     deadline: Option<Instant>,
+    site: WaitSite,
 ) -> Option<usize> {
     if let Some(i) = first_ready(count, &arm) {
         return Some(i);
     }
     loop {
-        let Ok(mut wait) = Wait::begin() else {
+        let Ok(mut wait) = Wait::begin_at(site) else {
             // A driver outside a process: it must not sleep; poll.
             use smarm_arch::Arch;
             smarm_arch::Native::spin_hint();
@@ -221,9 +225,12 @@ impl<K: Copy + PartialEq> Select<K> {
     /// ready and returns its key (the first ready one in priority order).
     /// With no arm it parks until stopped; on a worker's driver outside any
     /// process it spins.
+    #[track_caller]
     pub fn wait<'a>(&self, arm: impl Fn(K) -> &'a dyn Selectable) -> K {
         loop {
-            if let Some(i) = wait(self.keys.len(), |i| arm(self.keys[i]), None) {
+            if let Some(i) =
+                wait(self.keys.len(), |i| arm(self.keys[i]), None, WaitSite::here(WaitKind::Select))
+            {
                 return self.keys[i];
             }
         }
@@ -232,10 +239,13 @@ impl<K: Copy + PartialEq> Select<K> {
     /// [`wait`](Select::wait) with a timeout: `None` if no arm became ready
     /// within `timeout`. On a worker's driver outside any process it checks
     /// once.
+    #[track_caller]
     pub fn wait_timeout<'a>(&self, timeout: Duration, arm: impl Fn(K) -> &'a dyn Selectable) -> Option<K> {
         let resolve = |i: usize| arm(self.keys[i]);
         let found = match wait::now() {
-            Some(now) => wait(self.keys.len(), resolve, Some(now + timeout)),
+            Some(now) => {
+                wait(self.keys.len(), resolve, Some(now + timeout), WaitSite::here(WaitKind::Select))
+            }
             None => first_ready(self.keys.len(), resolve),
         };
         found.map(|i| self.keys[i])

@@ -310,6 +310,11 @@ impl Platform for LinuxPlatform {
         park_token(token, deadline);
     }
 
+    /// `num_threads` of `/proc/self/stat`.
+    fn threads(&self) -> Option<usize> {
+        sys::thread_count()
+    }
+
     fn unpark(&self, token: &ParkToken) {
         unpark_token(token);
         // The store-load pair of `park_polling` mirrored: SeqCst fences on

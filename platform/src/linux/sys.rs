@@ -77,6 +77,49 @@ pub(crate) fn write_all(fd: i32, mut bytes: &[u8]) {
 /// Reads a small decimal number from a file such as
 /// `/proc/sys/vm/max_map_count`, with libc only. `path` must end in NUL.
 pub(crate) fn read_decimal_file(path: &[u8]) -> Option<u64> {
+    let mut buffer = [0u8; 32];
+    let filled = read_file(path, &mut buffer)?;
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    for &byte in &buffer[..filled] {
+        match byte {
+            b'0'..=b'9' => {
+                value = value.checked_mul(10)?.checked_add(u64::from(byte - b'0'))?;
+                digits += 1;
+            }
+            b' ' | b'\t' if digits == 0 => {}
+            _ => break,
+        }
+    }
+    (digits > 0).then_some(value)
+}
+
+/// The threads of this process now: field 20 (`num_threads`) of
+/// `/proc/self/stat`, with libc only. `None` if it cannot be read, and if
+/// it reads 0 — no process has no thread; an emulator that does not fill
+/// the field in (qemu-user 7) writes 0 there.
+pub(crate) fn thread_count() -> Option<usize> {
+    let mut buffer = [0u8; 1024];
+    let filled = read_file(b"/proc/self/stat\0", &mut buffer)?;
+    let text = &buffer[..filled];
+    // Field 2 (the command) is in parentheses and may hold anything, a
+    // parenthesis or a space included: count fields after the last ')'.
+    let close = text.iter().rposition(|&byte| byte == b')')?;
+    // After it come field 3 (the state) onwards; field 20 is the 18th.
+    let field = text[close + 1..].split(|&byte| byte == b' ').filter(|f| !f.is_empty()).nth(17)?;
+    let mut value: usize = 0;
+    for &byte in field {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(usize::from(byte - b'0'))?;
+    }
+    (!field.is_empty() && value > 0).then_some(value)
+}
+
+/// Reads the start of a file into `buffer` (as much as fits), with libc
+/// only; how many bytes. `path` must end in NUL.
+fn read_file(path: &[u8], buffer: &mut [u8]) -> Option<usize> {
     if path.last() != Some(&0) {
         return None;
     }
@@ -86,7 +129,6 @@ pub(crate) fn read_decimal_file(path: &[u8]) -> Option<u64> {
     if fd < 0 {
         return None;
     }
-    let mut buffer = [0u8; 32];
     let mut filled = 0usize;
     while filled < buffer.len() {
         let rest = &mut buffer[filled..];
@@ -102,19 +144,7 @@ pub(crate) fn read_decimal_file(path: &[u8]) -> Option<u64> {
     }
     // SAFETY: `fd` was opened above and is closed exactly once.
     unsafe { libc::close(fd) };
-    let mut value: u64 = 0;
-    let mut digits = 0;
-    for &byte in &buffer[..filled] {
-        match byte {
-            b'0'..=b'9' => {
-                value = value.checked_mul(10)?.checked_add(u64::from(byte - b'0'))?;
-                digits += 1;
-            }
-            b' ' | b'\t' if digits == 0 => {}
-            _ => break,
-        }
-    }
-    (digits > 0).then_some(value)
+    Some(filled)
 }
 
 /// A fixed buffer that formats text (through [`fmt::Write`]) without
@@ -187,5 +217,31 @@ mod tests {
         assert!(read_decimal_file(b"/proc/sys/vm/max_map_count\0").is_some_and(|n| n > 0));
         assert_eq!(read_decimal_file(b"/nonexistent/file\0"), None);
         assert_eq!(read_decimal_file(b"/proc/sys/vm/max_map_count"), None);
+    }
+
+    #[test]
+    fn counts_threads_as_they_come_and_go() {
+        // An emulator that leaves the field 0 (qemu-user 7) reads as
+        // unknown, and there is nothing more to see.
+        let Some(before) = thread_count() else {
+            assert!(
+                read_file(b"/proc/self/stat\0", &mut [0u8; 1024]).is_some(),
+                "/proc/self/stat is readable"
+            );
+            return;
+        };
+        assert!(before >= 1);
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            started_tx.send(()).unwrap();
+            let _ = stop_rx.recv();
+        });
+        started_rx.recv().unwrap();
+        // Other tests of this binary may start or end threads meanwhile;
+        // ours is one more than none at all.
+        assert!(thread_count().is_some_and(|now| now >= 2));
+        drop(stop_tx);
+        thread.join().unwrap();
     }
 }

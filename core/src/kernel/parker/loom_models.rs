@@ -15,6 +15,14 @@
 //!   wait. Fails if `wake` stores `WOKEN` unconditionally.
 //! - `wake_ends_untimed_park`: a park without deadline returns, woken,
 //!   whatever the interleaving with the wake.
+//! - `a_woken_sleeper_is_never_counted_asleep`: once a wake of an untimed
+//!   park has landed, the deadlock look's count of sleeping threads does
+//!   not include the woken thread (it may briefly read one less than the
+//!   truth), and it is back to zero when both are done. Fails if the
+//!   sleeper counts itself before its `Waiting` → `Sleeping`
+//!   compare-and-swap (undoing it when a wake won first): the waker then
+//!   returns while the count still says the thread sleeps, and a deadlock
+//!   look at that moment would be wrong.
 
 use loom::sync::Arc;
 use loom::thread;
@@ -76,5 +84,27 @@ fn wake_ends_untimed_park() {
         };
         assert!(wait.park(None));
         assert!(waker.join().unwrap());
+    });
+}
+
+#[test]
+fn a_woken_sleeper_is_never_counted_asleep() {
+    use crate::kernel::deadlock::thread_events;
+    loom::model(|| {
+        let wait = Arc::new(ThreadWait::with_hooks(&HOOKS));
+        let waker = {
+            let wait = wait.clone();
+            thread::spawn(move || {
+                let landed = wait.wake();
+                // The only sleeper is the one just woken: at most "one
+                // less than none" (wrapped), never one.
+                let (asleep, _) = thread_events();
+                assert_ne!(asleep, 1, "a woken thread is still counted asleep");
+                landed
+            })
+        };
+        assert!(wait.park(None));
+        assert!(waker.join().unwrap());
+        assert_eq!(thread_events().0, 0, "the count of sleeping threads drifted");
     });
 }
