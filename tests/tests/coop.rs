@@ -40,7 +40,7 @@ fn flood(drive: Drive) {
         .unwrap();
         let sender = smarm::spawn_on(worker, move || {
             let mut sent = 0u64;
-            // The loop from the issue: no yield, no park, no allocation
+            // A loop with no yield, no park, no allocation
             // beyond the queue's.
             while tx.send(sent).is_ok() {
                 sent += 1;

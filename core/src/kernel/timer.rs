@@ -11,7 +11,7 @@
 //! cancelled, with a payload each, in its own worker state, and fires them
 //! in its share of the pass. The kernel holds only their earliest deadline
 //! (`plugin_deadline`), set by the plugin at the end of each of its passes,
-//! so that [`next_deadline`](Timers::next_deadline) — what a host sleeps
+//! so that `Timers::next_deadline` — what a host sleeps
 //! until — wakes the worker for them too.
 
 use alloc::collections::BinaryHeap;
