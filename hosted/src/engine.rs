@@ -100,6 +100,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`stack_size`](Builder::stack_size) | 256 KiB | usable bytes per process stack (lazily committed; at least [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), 64 KiB) |
 /// | [`stack_pool_max`](Builder::stack_pool_max) | 16,384 | stacks kept for reuse |
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
+/// | [`stack_release_after`](Builder::stack_release_after) | 50 ms | time an unused pooled stack stays resident (64 always do) |
 /// | [`timeslice`](Builder::timeslice) | 2 ms | run time before an allocation (with [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields |
 /// | [`coop_budget`](Builder::coop_budget) | 128 | a process yields at its 128th channel, mutex or spawn operation since it switched in (0 = off) |
 /// | [`spin_budget_cycles`](Builder::spin_budget_cycles) | 100,000 | timestamp ticks an idle driver spins before parking (0 = park at once) |
@@ -208,6 +209,13 @@ impl Builder {
     /// Bytes from the top of a pooled stack kept resident.
     pub fn stack_keep_resident(mut self, bytes: usize) -> Builder {
         self.config.stack_keep_resident = bytes;
+        self
+    }
+
+    /// How long a pooled stack no spawn takes stays resident before its
+    /// pages go back to the OS (64 idle stacks always stay resident).
+    pub fn stack_release_after(mut self, after: Duration) -> Builder {
+        self.config.stack_release_after = after;
         self
     }
 

@@ -73,16 +73,25 @@ pub struct Config {
     /// to the platform. `None` (the default) keeps up to 16,384 — as many
     /// as were ever in use at once, below that — so a spawn after the first
     /// burst maps nothing. A pooled stack keeps its top pages resident (see
-    /// `stack_keep_resident`) while the pool holds no more idle stacks than
-    /// there are live processes (and at least 64); beyond that the oldest
-    /// idle stacks give all their resident pages back to the OS and keep
-    /// only their mapping. Raise it for spawn-heavy programs with many
-    /// live processes, lower it to map less.
+    /// `stack_keep_resident`) until it has sat unused in the pool for
+    /// `stack_release_after`; then it gives all its resident pages back to
+    /// the OS and keeps only its mapping (64 idle stacks always stay
+    /// resident). Raise it for spawn-heavy programs with many live
+    /// processes, lower it to map less.
     pub stack_pool_max: Option<usize>,
     /// Bytes from the top of a recycled stack kept resident; deeper pages
     /// are released to the OS when the stack returns to the pool.
     /// Default 16 KiB.
     pub stack_keep_resident: usize,
+    /// How long a pooled stack stays resident while no spawn takes it.
+    /// Default 50 ms. A burst of spawns that ends leaves its stacks warm
+    /// for the next burst; once this much time passes with fewer spawns
+    /// than idle stacks, the ones no spawn took give their pages back to
+    /// the OS (all but 64). Checked when a worker runs out of work (a
+    /// driver with idle stacks to release sleeps at most until then) and
+    /// every 256 stacks returned to the pool, so a runtime that never goes
+    /// idle releases them too.
+    pub stack_release_after: Duration,
     /// Time a process may run before an allocation (or `check!()`) yields
     /// it, when preemption is enabled by the host. Default 2 ms.
     pub timeslice: Duration,
@@ -121,6 +130,7 @@ impl Default for Config {
             stack_size: 256 * 1024,
             stack_pool_max: None,
             stack_keep_resident: 16 * 1024,
+            stack_release_after: Duration::from_millis(50),
             timeslice: Duration::from_millis(2),
             coop_budget: crate::kernel::coop::DEFAULT_COOP_BUDGET,
             spin_budget_cycles: 100_000,

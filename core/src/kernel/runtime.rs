@@ -22,7 +22,7 @@ use core::any::Any;
 use core::fmt;
 
 use smarm_arch::{Arch, Native};
-use smarm_platform::{ParkToken, Platform, Stack};
+use smarm_platform::{Nanos, ParkToken, Platform, Stack};
 
 use crate::kernel::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::kernel::config::{Config, ConfigError};
@@ -122,6 +122,11 @@ pub(crate) struct Shared {
     /// Most slots in use at once: `Config::max_processes`, or `MAX_PROCESSES`.
     pub(super) limit: usize,
     pub(super) stacks: RuntimeMutex<StackPool>,
+    /// When the stack pool next looks for idle stacks to release (see
+    /// [`StackPool`]); [`NO_RELEASE_DUE`] while it holds no more than the
+    /// stacks it always keeps resident. Written under the pool's lock, read
+    /// without it by idle workers.
+    stack_release_due: AtomicU64,
     pub(crate) workers: Box<[WorkerShared]>,
     /// One per driver, each in its own cache block: a driver spins reading
     /// its token while other drivers swap theirs, and tokens packed into one
@@ -242,6 +247,7 @@ impl RuntimeParts {
             free: RuntimeMutex::leaf(Vec::new()),
             limit,
             stacks: RuntimeMutex::leaf(StackPool::default()),
+            stack_release_due: AtomicU64::new(NO_RELEASE_DUE),
             workers,
             tokens,
             live: AtomicUsize::new(0),
@@ -473,15 +479,24 @@ impl Shared {
     }
 
     /// Returns a finished process's stack to the pool, or to the platform
-    /// when the pool is full; and gives back the resident pages of idle
-    /// stacks the live processes are unlikely to need (see [`StackPool`]).
+    /// when the pool is full. Every [`RELEASE_CHECK_EVERY`] returns, the
+    /// pool also looks for idle stacks to release (see [`StackPool`]), so a
+    /// runtime that never runs out of work releases them too.
     pub(crate) fn recycle_stack(&self, stack: Stack) {
-        let live = self.live();
         let mut pool = self.stacks.lock();
         if pool.stacks.len()
             < self.config.stack_pool_max.unwrap_or(crate::kernel::config::DEFAULT_STACK_POOL_MAX)
         {
-            pool.push(stack, live, &*self.platform);
+            pool.push(stack);
+            if pool.returned.is_multiple_of(RELEASE_CHECK_EVERY) {
+                self.release_idle_stacks_in(&mut pool);
+            } else if self.stack_release_due.load(Ordering::Relaxed) == NO_RELEASE_DUE
+                && pool.warm() > WARM_STACK_FLOOR
+            {
+                // The pool now holds stacks it may release: idle workers
+                // look at the end of the current window.
+                self.stack_release_due.store(pool.window_end(self.release_after()), Ordering::Relaxed);
+            }
             drop(pool);
         } else {
             drop(pool);
@@ -489,6 +504,39 @@ impl Shared {
             // finished: nothing runs on it or will be switched to.
             unsafe { self.platform.free_stack(stack) };
         }
+    }
+
+    /// When the stack pool next wants to look for idle stacks to release,
+    /// if it holds any it may release: a driver with nothing to do sleeps
+    /// no longer than this, then calls
+    /// [`release_idle_stacks`](Self::release_idle_stacks).
+    pub(crate) fn stack_release_due(&self) -> Option<Nanos> {
+        match self.stack_release_due.load(Ordering::Relaxed) {
+            NO_RELEASE_DUE => None,
+            due => Some(due),
+        }
+    }
+
+    /// Gives back the resident pages of pooled stacks that no spawn took
+    /// for [`Config::stack_release_after`], if that time has come (cheap
+    /// otherwise: one relaxed load). Called by a worker that ran out of
+    /// work.
+    pub(crate) fn release_idle_stacks(&self) {
+        let Some(due) = self.stack_release_due() else { return };
+        if self.platform.now() < due {
+            return;
+        }
+        let mut pool = self.stacks.lock();
+        self.release_idle_stacks_in(&mut pool);
+    }
+
+    fn release_idle_stacks_in(&self, pool: &mut StackPool) {
+        let due = pool.release_idle(self.platform.now(), self.release_after(), &*self.platform);
+        self.stack_release_due.store(due.unwrap_or(NO_RELEASE_DUE), Ordering::Relaxed);
+    }
+
+    fn release_after(&self) -> Nanos {
+        u64::try_from(self.config.stack_release_after.as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// Epoch-stamped wake of `pid`'s wait `epoch`. Returns whether the wake
@@ -656,48 +704,84 @@ mod tests {
     }
 }
 
-/// Idle stacks a pool keeps resident however few processes are live.
+/// Idle stacks a pool keeps resident however long they sit unused.
 pub(crate) const WARM_STACK_FLOOR: usize = 64;
-/// Warm stacks cooled per recycle at most: two per death keep up with a
-/// pool that grows by one while the live count falls by one.
-const COOL_PER_RECYCLE: usize = 4;
+/// Stacks returned to the pool between two looks for idle stacks to
+/// release made on the way (besides those of idle workers).
+const RELEASE_CHECK_EVERY: u64 = 256;
+/// `Shared::stack_release_due` when nothing is to be released.
+const NO_RELEASE_DUE: Nanos = Nanos::MAX;
 
 /// The runtime's idle stacks, reused before new ones are mapped.
 ///
-/// Policy: the pool keeps *warm* (their top pages resident, ready to run
-/// on) at most as many idle stacks as there are live processes now, and
-/// never fewer than [`WARM_STACK_FLOOR`] — a burst that ends leaves a pool
-/// as big as the burst, but the next burst rarely needs more than the
-/// processes that still live. Beyond that, each recycle *cools* up to
-/// [`COOL_PER_RECYCLE`] of the oldest warm stacks: the platform releases
-/// all their resident pages (`Platform::trim_stack` with nothing kept,
-/// `madvise(MADV_DONTNEED)` on Linux) and keeps the mapping, so a spawn
-/// that takes a cold stack pays a few page faults and no mapping. Stacks
-/// are taken warm first (the pool is a stack: warm ones on top).
+/// Policy: a stack returned to the pool stays *warm* (its top pages
+/// resident, ready to run on) while spawns keep taking it; one that no
+/// spawn took for a whole window of [`Config::stack_release_after`] is
+/// *cooled*: the platform releases all its resident pages
+/// (`Platform::trim_stack` with nothing kept, `madvise(MADV_DONTNEED)` on
+/// Linux) and keeps the mapping, so a spawn that takes a cold stack pays a
+/// few page faults and no mapping. The [`WARM_STACK_FLOOR`] stacks on top
+/// always stay warm.
+///
+/// The pool is a stack (last returned, first taken), so the stacks a
+/// program keeps reusing stay on top and the ones below the lowest point
+/// the pool's height reached in a window were not taken in it: at the end
+/// of a window those are cooled (bottom first, warm ones above cold ones)
+/// and a new window starts. A burst of spawns that ends therefore leaves
+/// its stacks warm for the next burst, and gives their pages back once
+/// the program has gone a window without needing them — the way
+/// allocators decay their free memory, rather than cooling stacks as the
+/// burst's processes exit (which made every following burst page-fault).
 #[derive(Debug, Default)]
 pub(crate) struct StackPool {
     /// Cold stacks at the bottom (`..cold`), warm ones above.
     stacks: Vec<Stack>,
     cold: usize,
+    /// The lowest the pool's height has been in the current window.
+    low: usize,
+    /// When the current window began.
+    window_start: Nanos,
+    /// Stacks returned so far.
+    returned: u64,
 }
 
 impl StackPool {
     fn pop(&mut self) -> Option<Stack> {
         let stack = self.stacks.pop()?;
         self.cold = self.cold.min(self.stacks.len());
+        self.low = self.low.min(self.stacks.len());
         Some(stack)
     }
 
-    fn push(&mut self, stack: Stack, live: usize, platform: &dyn Platform) {
+    fn push(&mut self, stack: Stack) {
         self.stacks.push(stack);
-        let allowed = live.max(WARM_STACK_FLOOR);
-        for _ in 0..COOL_PER_RECYCLE {
-            if self.stacks.len() - self.cold <= allowed {
-                break;
+        self.returned = self.returned.wrapping_add(1);
+    }
+
+    /// Stacks whose pages are resident.
+    fn warm(&self) -> usize {
+        self.stacks.len() - self.cold
+    }
+
+    fn window_end(&self, window: Nanos) -> Nanos {
+        self.window_start.saturating_add(window)
+    }
+
+    /// At or after the end of the current window, cools the stacks no
+    /// spawn took in it (all but the [`WARM_STACK_FLOOR`] on top) and
+    /// starts a new window. Returns when to look again, if some stacks
+    /// beyond the floor are still warm.
+    fn release_idle(&mut self, now: Nanos, window: Nanos, platform: &dyn Platform) -> Option<Nanos> {
+        if now >= self.window_end(window) {
+            let untouched = self.low.min(self.stacks.len().saturating_sub(WARM_STACK_FLOOR));
+            while self.cold < untouched {
+                platform.trim_stack(&self.stacks[self.cold], 0);
+                self.cold += 1;
             }
-            platform.trim_stack(&self.stacks[self.cold], 0);
-            self.cold += 1;
+            self.low = self.stacks.len();
+            self.window_start = now;
         }
         debug_assert!(self.cold <= self.stacks.len());
+        (self.warm() > WARM_STACK_FLOOR).then(|| self.window_end(window))
     }
 }

@@ -283,9 +283,16 @@ impl Worker {
     }
 
     /// Earliest timer deadline on this worker, for a host deciding how long
-    /// its driver may sleep.
+    /// its driver may sleep. It includes the time the runtime's stack pool
+    /// next looks for idle stacks to release, if it holds any: a pass with
+    /// nothing to do at or after it releases them.
     pub fn next_deadline(&self) -> Option<Nanos> {
-        self.core().timers.borrow().next_deadline()
+        let core = self.core();
+        let timers = core.timers.borrow().next_deadline();
+        match (timers, core.shared.stack_release_due()) {
+            (Some(timer), Some(release)) => Some(timer.min(release)),
+            (timer, release) => timer.or(release),
+        }
     }
 
     /// Performs one bounded pass: drain ingress (each ring at most
@@ -301,7 +308,12 @@ impl Worker {
         // host extension included: a pointer left behind would name this
         // worker after it is freed.
         let _restore = RestoreCurrent { set_current: hooks.set_current, previous };
-        pass(core, &core.shared)
+        let did = pass(core, &core.shared);
+        if !did {
+            // Out of work: a moment to give idle stacks' pages back.
+            core.shared.release_idle_stacks();
+        }
+        did
     }
 }
 
