@@ -525,3 +525,34 @@ fn a_tree_holds_only_its_frontier_alive() {
     let peak = PEAK.load(Ordering::Relaxed);
     assert!(peak <= 200, "{peak} processes alive at once (breadth first holds 11,111)");
 }
+
+/// A process that spawns in a loop (each spawn sent one message, as a
+/// fork-join does) cannot outrun its spawns: a worker runs a batch of them
+/// before resuming the spawner again, so the live set — each with its stack
+/// — stays bounded rather than growing to every process spawned. On one
+/// worker and across two (spawns through the handle go round-robin).
+#[test]
+fn a_spawning_loop_does_not_outrun_its_spawns() {
+    const SPAWNS: usize = 20_000;
+    for workers in [1, 2] {
+        let (peak, reported) = smarm::run_with(config(workers), || {
+            let runtime = smarm::current_runtime().unwrap();
+            let (done, finished) = smarm::channel::<()>();
+            let mut peak = 0;
+            for _ in 0..SPAWNS {
+                let (to_child, inbox) = smarm::channel::<u32>();
+                let done = done.clone();
+                drop(runtime.spawn(move || {
+                    std::hint::black_box(inbox.recv().unwrap());
+                    done.send(()).unwrap();
+                }));
+                to_child.send(7).unwrap();
+                peak = peak.max(runtime.live());
+            }
+            drop(done);
+            (peak, std::iter::from_fn(|| finished.recv().ok()).count())
+        });
+        assert_eq!(reported, SPAWNS, "every child reported ({workers} workers)");
+        assert!(peak <= 2_000, "{peak} processes alive at once on {workers} workers");
+    }
+}

@@ -18,6 +18,11 @@
 //!
 //! Without `erl` the BEAM is recorded as unable to run — except in quick
 //! mode, which CI runs with erlang-nox installed, where it is an error.
+//!
+//! Arguments that do not start with `--` filter the runs: only the ids
+//! containing one of them run (`cargo bench -p smarm-benches --bench savina
+//! -- 2w/smarm fork_join`), the BEAM only if a filter names it, and nothing
+//! is written to the measurement files or `bench_results/`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -61,19 +66,29 @@ fn main() {
     let params = Params::current();
     let rounds = if quick { 1 } else { 3 };
     let started = Instant::now();
+    let filters: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with("--")).collect();
+    let selected = |id: &str| filters.is_empty() || filters.iter().any(|filter| id.contains(filter.as_str()));
     // Figures by id, nanoseconds; a missing one failed to run.
     let mut figures: HashMap<String, f64> = HashMap::new();
     let mut rows = Vec::new();
     for workers in WORKERS {
         for bench in BENCHES {
             for (implementation, run) in RUST {
-                let time = median((0..rounds).map(|_| run(bench, params, workers)).collect());
                 let id = format!("{}/{implementation}", group(bench, workers));
+                if !selected(&id) {
+                    continue;
+                }
+                let time = median((0..rounds).map(|_| run(bench, params, workers)).collect());
                 println!("{id}: {:.3} ms", time.as_secs_f64() * 1e3);
                 figures.insert(id.clone(), time.as_nanos() as f64);
                 let note = format!("median of {rounds} runs");
                 rows.push((id, Measurement::Value { value: time.as_nanos() as f64, note }));
             }
+        }
+        if !filters.is_empty()
+            && !BENCHES.iter().any(|bench| selected(&format!("{}/beam", group(*bench, workers))))
+        {
+            continue;
         }
         match beam_figures(params, workers, rounds) {
             Ok(results) => {
@@ -102,6 +117,9 @@ fn main() {
                 std::process::exit(1);
             }
         }
+    }
+    if !filters.is_empty() {
+        return;
     }
     if let Err(error) = measure::write("savina", &rows) {
         eprintln!("cannot write the Savina measurements: {error}");

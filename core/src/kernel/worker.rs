@@ -397,6 +397,17 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     };
     did |= run_fresh(core, shared, &mut fresh_budget);
     for _ in 0..limit {
+        // Spawns are outrunning the fresh budget: end the pass here, so the
+        // next one runs a budget's worth of them before their spawner runs
+        // (and spawns) again. Otherwise a process that spawns in a loop
+        // gains a whole batch per resume while only the budget's worth
+        // runs, and the live set (each with its stack) grows without bound.
+        // A small backlog is the normal state of a tree of processes (the
+        // pending siblings along the path being worked on): the ready
+        // queue, whose processes fold finished subtrees, goes on then.
+        if fresh_budget == 0 && core.fresh.borrow().len() >= FRESH_BACKLOG {
+            break;
+        }
         let next = core.ready.borrow_mut().pop_front();
         let Some(index) = next else { break };
         run(core, shared, index);
@@ -427,6 +438,9 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
 
 /// Fresh spawns run per pass when `process_budget` is 0 (unlimited).
 const FRESH_PER_PASS: usize = 64;
+/// Fresh spawns waiting to run at which a pass whose fresh budget is spent
+/// ends rather than resume more ready processes.
+const FRESH_BACKLOG: usize = 256;
 
 /// Runs fresh spawns, newest batch first, while `budget` lasts. Returns
 /// whether it ran any.
