@@ -122,7 +122,7 @@ impl Running {
                 //    nothing else runs on this worker until the process we
                 //    switch to switches out, so nothing resumes us before we
                 //    have left.
-                unsafe { Native::switch(ptr::addr_of_mut!((*body).context), next) };
+                unsafe { Native::hand_off(ptr::addr_of_mut!((*body).context), next) };
                 worker::landed(self.core(), self.shared());
                 return;
             }
