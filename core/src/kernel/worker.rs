@@ -435,6 +435,7 @@ const FRESH_PER_PASS: usize = 64;
 /// newest fresh spawn while the fresh budget lasts, else the front of the
 /// ready queue while the pass's budget lasts. With `stackful_only`, `None`
 /// (and nothing taken) if that process has no stack of its own.
+#[inline]
 fn take_next(core: &WorkerCore, shared: &Shared, stackful_only: bool) -> Option<u32> {
     let stackless = |index: u32| {
         stackful_only && shared.slot(index).is_none_or(|slot| slot.stackless.load(Ordering::Relaxed))
@@ -519,6 +520,7 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
 /// the running one: `Queued` → `Running`, a fresh slice and budget, one
 /// more switch counted. Returns its body, whose context the caller loads
 /// next.
+#[inline]
 fn enter(core: &WorkerCore, shared: &Shared, slot: &crate::kernel::slab::Slot, index: u32) -> *mut SlotBody {
     let generation = slot.generation();
     let began = slot.state.begin_run(generation);
@@ -536,6 +538,7 @@ fn enter(core: &WorkerCore, shared: &Shared, slot: &crate::kernel::slab::Slot, i
 
 /// The running process's spawns become the newest batch of fresh spawns:
 /// reversed, so the first spawned is on top.
+#[inline]
 fn batch_spawns(core: &WorkerCore) {
     let mut spawned = core.spawned_now.borrow_mut();
     if !spawned.is_empty() {
@@ -547,6 +550,7 @@ fn batch_spawns(core: &WorkerCore) {
 /// the deepest stack pointer seen at a switch out is tracked (finalize
 /// uses it to decide whether the stack needs trimming) and the stack is
 /// checked for an overflow.
+#[inline]
 fn switched_out(shared: &Shared, body: &mut SlotBody, pid: Pid) {
     body.low_water = body.low_water.min(body.context.sp);
     check_stack(shared, body, pid);
