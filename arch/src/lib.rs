@@ -13,7 +13,8 @@
 //! - the switch itself, saving exactly the ABI's callee-saved registers, in
 //!   two forms over one frame layout: the symmetric [`Arch::switch`], and the
 //!   asymmetric pair a scheduler uses, [`Arch::resume`] / [`Arch::suspend`],
-//!   which keeps the CPU's return-address prediction balanced;
+//!   which keeps the CPU's return-address prediction balanced, and
+//!   [`Arch::hand_off`] between two contexts a scheduler resumed;
 //! - a cycle / timestamp counter and a spin-loop hint.
 //!
 //! # Floating-point control state is not part of a context
@@ -147,6 +148,26 @@ pub unsafe trait Arch {
     /// The contract of [`Arch::switch`], with `current` as `save_into` and
     /// `scheduler` as `load_from`.
     unsafe fn suspend(current: *mut Context, scheduler: *const Context);
+
+    /// A switch between two contexts that a scheduler entered with
+    /// [`Arch::resume`]: saves the running context into `*current` and
+    /// runs `target` (fresh, or saved by any of the switches), leaving the
+    /// return-address predictor as it found it. A chain of hand-offs
+    /// started by one `resume` then ends with the [`Arch::suspend`] whose
+    /// return pairs with that `resume`'s call. The default is
+    /// [`Arch::switch`], whose call and return are balanced but whose
+    /// return lands somewhere the predictor did not expect; a backend may
+    /// do better (x86_64 jumps, with no call and no return).
+    ///
+    /// # Safety
+    ///
+    /// The contract of [`Arch::switch`], with `current` as `save_into` and
+    /// `target` as `load_from`.
+    #[inline(always)]
+    unsafe fn hand_off(current: *mut Context, target: *const Context) {
+        // SAFETY: forwarded from this function's own contract.
+        unsafe { Self::switch(current, target) }
+    }
 
     /// A cheap monotonic cycle / timestamp counter (rdtsc, cntvct_el0).
     fn timestamp() -> u64;

@@ -458,6 +458,54 @@ unsafe impl Arch for X86_64 {
         }
     }
 
+    #[inline(always)]
+    unsafe fn hand_off(current: *mut Context, target: *const Context) {
+        debug_assert!(!core::ptr::eq(current, target), "hand_off: current and target alias");
+        // INPUTS:  rdi = current (saved into), rsi = target (loaded).
+        // OUTPUTS: none; as for `switch`: rbx, rbp and rsp are preserved,
+        //          r12–r15 and the clobber_abi("C") set are declared
+        //          clobbered, MXCSR and the x87 control word left alone.
+        // OPTIONS: none. Not `nostack`: the frame goes below rsp. Not
+        //          `nomem`/`readonly`, for the reasons given in `switch`.
+        // SAFETY: the caller's contract: `target` holds a resumable context
+        // whose stack is live, `current` is valid for writes and distinct.
+        // The frame written is `suspend`'s (return address: label 2); the
+        // load is `resume`'s, which enters any frame the switches write, a
+        // fresh one included. Neither half calls or returns, so the RSB
+        // still holds the call of the `resume` that began the chain.
+        unsafe {
+            core::arch::asm!(
+                "lea rax, [rip + 2f]",
+                "sub rsp, {frame_size}",
+                "mov [rsp + {return_address}], rax",
+                "mov [rsp + {rbx}], rbx",
+                "mov [rsp + {rbp}], rbp",
+                "mov [rdi + {context_sp}], rsp",
+                "mov rsp, [rsi + {context_sp}]",
+                "mov rbx, [rsp + {rbx}]",
+                "mov rbp, [rsp + {rbp}]",
+                "mov rcx, [rsp + {return_address}]",
+                "add rsp, {frame_size}",
+                // An indirect jump, predicted per site: a yield lands at
+                // the same place in every process.
+                "jmp rcx",
+                "2:",
+                frame_size = const FRAME_SIZE,
+                rbx = const offset_of!(SwitchFrame, rbx),
+                rbp = const offset_of!(SwitchFrame, rbp),
+                return_address = const offset_of!(SwitchFrame, return_address),
+                context_sp = const offset_of!(Context, sp),
+                in("rdi") current,
+                in("rsi") target,
+                out("r12") _,
+                out("r13") _,
+                out("r14") _,
+                out("r15") _,
+                clobber_abi("C"),
+            );
+        }
+    }
+
     #[inline]
     fn timestamp() -> u64 {
         read_tsc()

@@ -93,7 +93,9 @@ impl Running {
         self.core().shared.clone()
     }
 
-    /// Switches from the running process back to its worker.
+    /// Switches from the running process to the next process of its
+    /// worker's pass (a direct hand-off), or back to its worker when there
+    /// is none or the process is exiting.
     ///
     /// # Safety
     ///
@@ -103,13 +105,35 @@ impl Running {
         let body = self.slot().body.get();
         let core = self.core();
         debug_assert!(core.current.preempt.enabled(), "switch with preemption disabled (a lock held?)");
+        // Under AddressSanitizer every switch goes through the worker: the
+        // fiber annotations name the driver's stack as the one a process
+        // leaves to, and a process-to-process switch would need both ends'
+        // fake stacks threaded through the chain.
+        #[cfg(not(smarm_asan))]
+        if reason != SwitchReason::Exit {
+            if let Some(next) = worker::hand_off(core, self.shared(), reason) {
+                // SAFETY: 1. `next` is the context of the process `hand_off`
+                //    just made running: made by init_context or saved by its
+                //    last switch out, not resumed since, its stack owned by
+                //    its live slot;
+                // 2. the process's own context slot (`save`) is ours to save
+                //    into, and distinct from `next` (another slot's);
+                // 3. the state word is out of `Running` (the contract), and
+                //    nothing else runs on this worker until the process we
+                //    switch to switches out, so nothing resumes us before we
+                //    have left.
+                unsafe { Native::hand_off(ptr::addr_of_mut!((*body).context), next) };
+                worker::landed(self.core(), self.shared());
+                return;
+            }
+        }
         core.reason.set(reason);
         let fake_stack = asan::process_to_driver(core.driver_stack.get(), reason == SwitchReason::Exit);
         let load = core.context.get().cast_const();
         // SAFETY: 1. the worker's context (`load`) was saved by the
-        //    `resume` in `run` that is running this process, so the
-        //    `suspend` returns there; it is an UnsafeCell only the switch
-        //    code touches;
+        //    `resume` in `run` that is running this process (perhaps
+        //    through a chain of hand-offs), so the `suspend` returns there;
+        //    it is an UnsafeCell only the switch code touches;
         // 2. the process's own context slot (`save`) is ours to save into:
         //    the running process owns its body;
         // 3. the state word is out of `Running` (the contract), so no wake
@@ -118,6 +142,7 @@ impl Running {
         // Resumed, perhaps by another driver thread: its stack is where the
         // next switch out goes.
         self.core().driver_stack.set(asan::process_landed(fake_stack));
+        worker::landed(self.core(), self.shared());
     }
 
     /// Ends the process with `reason` (refined by the reason a pending
@@ -168,6 +193,7 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
     let reason = match Running::get() {
         Some(running) => {
             running.core().driver_stack.set(driver_stack);
+            worker::landed(running.core(), running.shared());
             debug_assert_eq!(running.index as usize, index);
             let slot = running.slot();
             // SAFETY: the running process owns its body's entry.

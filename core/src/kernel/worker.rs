@@ -128,6 +128,15 @@ pub(crate) struct WorkerCore {
     /// Timestamp of the running process's first preemption check since it
     /// was resumed; 0 until then.
     pub(crate) slice_start: Cell<u64>,
+    /// What is left of the running pass's budgets for ready processes and
+    /// fresh spawns: 0 outside its step that runs processes, which ends
+    /// every chain of direct hand-offs (see [`hand_off`]).
+    ready_left: Cell<usize>,
+    fresh_left: Cell<usize>,
+    /// The process that handed the worker directly to the running one and
+    /// whose switch out is not yet finished: its landing ([`landed`])
+    /// checks its stack.
+    outgoing: Cell<Option<(u32, u32)>>,
     stats: RefCell<StatsSnapshot>,
     live_here: Cell<u64>,
     /// The runtime's worker plugin and this worker's state for it, set on
@@ -263,6 +272,9 @@ impl Worker {
             driver_stack: Cell::new(asan::StackRange::default()),
             reason: Cell::new(SwitchReason::Yield),
             slice_start: Cell::new(0),
+            ready_left: Cell::new(0),
+            fresh_left: Cell::new(0),
+            outgoing: Cell::new(None),
             stats: RefCell::new(StatsSnapshot::default()),
             live_here: Cell::new(0),
             plugin: OnceCell::new(),
@@ -391,29 +403,21 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
         0 => core.ready.borrow().len(),
         n => n,
     };
-    let mut fresh_budget = match shared.config.process_budget {
+    let fresh_budget = match shared.config.process_budget {
         0 => FRESH_PER_PASS,
         n => n,
     };
-    did |= run_fresh(core, shared, &mut fresh_budget);
-    for _ in 0..limit {
-        // Spawns are outrunning the fresh budget: end the pass here, so the
-        // next one runs a budget's worth of them before their spawner runs
-        // (and spawns) again. Otherwise a process that spawns in a loop
-        // gains a whole batch per resume while only the budget's worth
-        // runs, and the live set (each with its stack) grows without bound.
-        // A small backlog is the normal state of a tree of processes (the
-        // pending siblings along the path being worked on): the ready
-        // queue, whose processes fold finished subtrees, goes on then.
-        if fresh_budget == 0 && core.fresh.borrow().len() >= FRESH_BACKLOG {
-            break;
-        }
-        let next = core.ready.borrow_mut().pop_front();
-        let Some(index) = next else { break };
+    // A process that yields or parks may hand the worker straight to the
+    // next one (`hand_off`), taking it off these same budgets: the pass
+    // then sees one `run` for the whole chain.
+    core.ready_left.set(limit);
+    core.fresh_left.set(fresh_budget);
+    while let Some(index) = take_next(core, shared, false) {
         run(core, shared, index);
-        run_fresh(core, shared, &mut fresh_budget);
         did = true;
     }
+    core.ready_left.set(0);
+    core.fresh_left.set(0);
 
     // 4. The plugin's share (handler actors).
     did |= stackless::plugin_step(core, shared, budget);
@@ -442,67 +446,91 @@ const FRESH_PER_PASS: usize = 64;
 /// ends rather than resume more ready processes.
 const FRESH_BACKLOG: usize = 256;
 
-/// Runs fresh spawns, newest batch first, while `budget` lasts. Returns
-/// whether it ran any.
-fn run_fresh(core: &WorkerCore, shared: &Shared, budget: &mut usize) -> bool {
-    let mut did = false;
-    while *budget > 0 {
-        let next = core.fresh.borrow_mut().pop();
-        let Some(index) = next else { break };
-        *budget -= 1;
-        run(core, shared, index);
-        did = true;
+/// The next process step 3 runs, taken off its queue and its budget: the
+/// newest fresh spawn while the fresh budget lasts, else the front of the
+/// ready queue while the pass's budget lasts. With `stackful_only`, `None`
+/// (and nothing taken) if that process has no stack of its own.
+#[inline]
+fn take_next(core: &WorkerCore, shared: &Shared, stackful_only: bool) -> Option<u32> {
+    let stackless = |index: u32| {
+        stackful_only && shared.slot(index).is_none_or(|slot| slot.stackless.load(Ordering::Relaxed))
+    };
+    if core.fresh_left.get() > 0 {
+        let mut fresh = core.fresh.borrow_mut();
+        if let Some(&index) = fresh.last() {
+            if stackless(index) {
+                return None;
+            }
+            fresh.pop();
+            core.fresh_left.set(core.fresh_left.get() - 1);
+            return Some(index);
+        }
     }
-    did
+    // Spawns are outrunning the fresh budget: end the pass here, so the
+    // next one runs a budget's worth of them before their spawner runs (and
+    // spawns) again. Otherwise a process that spawns in a loop gains a
+    // whole batch per resume while only the budget's worth runs, and the
+    // live set (each with its stack) grows without bound. A small backlog
+    // is the normal state of a tree of processes (the pending siblings
+    // along the path being worked on): the ready queue, whose processes
+    // fold finished subtrees, goes on then.
+    if core.fresh.borrow().len() >= FRESH_BACKLOG {
+        return None;
+    }
+    if core.ready_left.get() > 0 {
+        let mut ready = core.ready.borrow_mut();
+        if let Some(&index) = ready.front() {
+            if stackless(index) {
+                return None;
+            }
+            ready.pop_front();
+            core.ready_left.set(core.ready_left.get() - 1);
+            return Some(index);
+        }
+    }
+    None
 }
 
-/// Resumes the process in slot `index` until it yields, parks or exits.
+/// Resumes the process in slot `index` until it (or the last process of a
+/// chain of direct hand-offs that began with it) switches back here:
+/// yields, parks or exits.
 fn run(core: &WorkerCore, shared: &Shared, index: u32) {
     let Some(slot) = shared.slot(index) else { return };
-    let generation = slot.generation();
-    let began = slot.state.begin_run(generation);
-    debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
     if slot.stackless.load(Ordering::Relaxed) {
+        let generation = slot.generation();
+        let began = slot.state.begin_run(generation);
+        debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
         stackless::run_stackless(core, shared, Pid::from_parts(index, generation));
         return;
     }
-    core.current.running.set(Some((index, generation)));
-    // A resumed process has no open wait: a park ended it, a yield never
-    // had one.
-    core.current.wait_open.set(false);
-    // The slice starts at the process's first preemption check.
-    core.slice_start.set(0);
-    core.current.coop_budget.set(shared.config.coop_budget);
-    core.stats.borrow_mut().switches += 1;
+    let body = enter(core, shared, slot, index);
     let save = core.context.get();
-    let body = slot.body.get();
     // SAFETY: 1. `load` is the process's context, made by init_context at
-    //    spawn or saved by its last switch out (`suspend`); its stack is
-    //    alive (owned by the slot until finalize);
+    //    spawn or saved by its last switch out; its stack is alive (owned
+    //    by the slot until finalize);
     // 2. `save` is our own context, which the process's `suspend` loads to
     //    come back here; no reference to it is live (it is an UnsafeCell
     //    reached only by the switch code);
     // 3. the slot's body belongs to this worker while the process is live,
-    //    and the process is not running now (we are): the reference the
-    //    stack check takes is the only one, and the ASan annotation may
-    //    read the stack's bounds.
+    //    and the process is not running now (we are): the ASan annotation
+    //    may read the stack's bounds.
     unsafe {
         let fake_stack = asan::driver_to_process((*body).stack.as_ref());
         Native::resume(save, ptr::addr_of!((*body).context));
         asan::driver_landed(fake_stack);
-        // Track the deepest stack pointer seen at a switch out: finalize
-        // uses it to decide whether the stack needs trimming.
-        (*body).low_water = (*body).low_water.min((*body).context.sp);
-        check_stack(shared, &*body, Pid::from_parts(index, generation));
     }
+    // The process that switched back: `index`, or the last of a chain of
+    // direct hand-offs that began with it.
+    let Some((index, generation)) = core.current.running.get() else {
+        unreachable!("smarm: a process switched back to its worker with none running")
+    };
+    debug_assert!(core.outgoing.get().is_none(), "a hand-off was not finished by its landing");
+    let slot = shared.slot_at(index);
+    // SAFETY: as above, the process is live and suspended, its body this
+    // worker's; this is the only reference to it.
+    unsafe { switched_out(shared, &mut *slot.body.get(), Pid::from_parts(index, generation)) };
     core.current.running.set(None);
-    // Its spawns become the newest batch: reversed, so the first spawned
-    // is on top.
-    let mut spawned = core.spawned_now.borrow_mut();
-    if !spawned.is_empty() {
-        core.fresh.borrow_mut().extend(spawned.drain(..).rev());
-    }
-    drop(spawned);
+    batch_spawns(core);
     match core.reason.get() {
         SwitchReason::Yield => core.ready.borrow_mut().push_back(index),
         SwitchReason::Park => {}
@@ -512,6 +540,95 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
             shared.finalize(index, generation);
         }
     }
+}
+
+/// Makes the stackful process in `slot` (at `index`, taken off a queue)
+/// the running one: `Queued` → `Running`, a fresh slice and budget, one
+/// more switch counted. Returns its body, whose context the caller loads
+/// next.
+#[inline]
+fn enter(core: &WorkerCore, shared: &Shared, slot: &crate::kernel::slab::Slot, index: u32) -> *mut SlotBody {
+    let generation = slot.generation();
+    let began = slot.state.begin_run(generation);
+    debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
+    core.current.running.set(Some((index, generation)));
+    // A resumed process has no open wait: a park ended it, a yield never
+    // had one.
+    core.current.wait_open.set(false);
+    // The slice starts at the process's first preemption check.
+    core.slice_start.set(0);
+    core.current.coop_budget.set(shared.config.coop_budget);
+    core.stats.borrow_mut().switches += 1;
+    slot.body.get()
+}
+
+/// The running process's spawns become the newest batch of fresh spawns:
+/// reversed, so the first spawned is on top.
+#[inline]
+fn batch_spawns(core: &WorkerCore) {
+    let mut spawned = core.spawned_now.borrow_mut();
+    if !spawned.is_empty() {
+        core.fresh.borrow_mut().extend(spawned.drain(..).rev());
+    }
+}
+
+/// What every switch out of process `pid` ends with, wherever it lands:
+/// the deepest stack pointer seen at a switch out is tracked (finalize
+/// uses it to decide whether the stack needs trimming) and the stack is
+/// checked for an overflow.
+#[inline]
+fn switched_out(shared: &Shared, body: &mut SlotBody, pid: Pid) {
+    body.low_water = body.low_water.min(body.context.sp);
+    check_stack(shared, body, pid);
+}
+
+/// A direct hand-off from the running process, which is yielding (its word
+/// already `Queued`) or parking (`Parked`), to the next process of this
+/// worker's pass: does for the running process what `run` does after a
+/// switch back (its spawns become the newest batch, a yield goes to the
+/// back of the ready queue), makes the next one running, and returns the
+/// context to load. The caller switches to it from the running process and
+/// then calls [`landed`]. `None`, with nothing changed but the spawns'
+/// batching, when the pass has nothing (or only a process without a stack)
+/// to run next: the caller switches back to the worker as before.
+///
+/// The chain is bounded by the pass's budgets, so ingress, timers and the
+/// plugin's share still come round.
+#[cfg_attr(smarm_asan, allow(dead_code))]
+pub(crate) fn hand_off(core: &WorkerCore, shared: &Shared, reason: SwitchReason) -> Option<*const Context> {
+    debug_assert!(reason != SwitchReason::Exit, "an exit switches back to its worker, which finalizes it");
+    let (index, generation) = core.current.running.get()?;
+    // Not preempted while the queues grow (see `WorkerCore::push_ready`).
+    core.current.preempt.disable();
+    batch_spawns(core);
+    let Some(next) = take_next(core, shared, true) else {
+        core.current.preempt.enable();
+        return None;
+    };
+    if reason == SwitchReason::Yield {
+        // Nothing resumes it before the switch below: only this thread
+        // takes from this queue, and it is busy switching.
+        core.ready.borrow_mut().push_back(index);
+    }
+    core.outgoing.set(Some((index, generation)));
+    let body = enter(core, shared, shared.slot_at(next), next);
+    core.current.preempt.enable();
+    // SAFETY: a pointer to one field, no reference made.
+    Some(unsafe { ptr::addr_of!((*body).context) })
+}
+
+/// Right after a switch into a process has landed (in the process's last
+/// switch out, or at its entry): finishes the switch out of the process
+/// that handed the worker over, if it was a direct hand-off.
+#[inline]
+pub(crate) fn landed(core: &WorkerCore, shared: &Shared) {
+    let Some((index, generation)) = core.outgoing.take() else { return };
+    // SAFETY: the process that handed over is suspended (its context was
+    // saved by the switch that landed here) and its body is this worker's;
+    // this is the only reference to it.
+    unsafe {
+        switched_out(shared, &mut *shared.slot_at(index).body.get(), Pid::from_parts(index, generation))
+    };
 }
 
 /// Ends the program with the platform's overflow report if the process
