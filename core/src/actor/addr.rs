@@ -13,7 +13,7 @@ use crate::actor::error::{ActorLookupError, ActorSendError};
 use crate::actor::extension::RemoteEnvelope;
 use crate::actor::handler::{Actor, Ctx};
 use crate::actor::inbox::{ask_with, count_inbox_send, Ask, Inbox, Inboxes, ReplyTo};
-use crate::actor::route::{deposit, deposit_on, route_install, Msg, Sig};
+use crate::actor::route::{deposit, deposit_msg, route_install, Sig};
 use crate::actor::system::{ActorSystem, Envelope};
 use crate::actor::timer::{deadline_after, Fire, TimerError, TimerRef};
 use crate::kernel::atomic::Ordering;
@@ -567,7 +567,7 @@ fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), A
     // The target is looked up before anything is allocated: a send to a
     // dead actor hands the message straight back.
     let Some(worker) = shared.stackless_worker(pid) else { return Err(ActorSendError::NoActor(msg)) };
-    deposit_on(shared, worker, Envelope::new(pid, Msg(msg)));
+    deposit_msg(shared, worker, pid, msg);
     Ok(())
 }
 

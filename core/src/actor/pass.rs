@@ -185,11 +185,18 @@ impl ActorSystem {
 
 impl WorkerPlugin for ActorSystem {
     fn worker_state(&self, shared: &Arc<Shared>, worker: usize) -> Box<dyn Any> {
-        Box::new(Local::new(worker, Runtime { shared: shared.clone() }))
+        let home = core::ptr::NonNull::from(&self.homes[worker]);
+        // SAFETY: the home is this actor system's, which the state keeps
+        // alive through its runtime handle (the system is the runtime's
+        // plugin).
+        Box::new(unsafe { Local::new(worker, Runtime { shared: shared.clone() }, home) })
     }
 
     fn pass(&self, driver: &Driver<'_>, budget: usize) -> bool {
         let Some(local) = Local::of(driver) else { return false };
+        // Envelope blocks other workers gave back since the last pass
+        // return to the cache (the excess to the allocator).
+        local.cache.trim();
         // 0. Timers due now: their messages join this pass's sends.
         let fired = self.timer_step(local, driver);
         if !fired

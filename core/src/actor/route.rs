@@ -160,6 +160,38 @@ pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
     }
 }
 
+/// Sends `msg` to `dest`, a live actor on `worker`. On a worker of this
+/// runtime the envelope is a block of that worker's cache (no allocation
+/// in steady state) and goes to `pending_local` if `worker` is this one;
+/// from any other thread it is boxed. Either way it goes to `worker`'s
+/// mail lane otherwise.
+pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, dest: Pid, msg: M) {
+    // Preemption off: the cache and `pending_local` are the driver's too.
+    let _np = NoPreempt::new();
+    let mut msg = Some(msg);
+    let mut cross = None;
+    Local::with_any(shared, |local| {
+        let Some(msg) = msg.take() else { return };
+        let envelope = Envelope::new_in(&local.cache, dest, Msg(msg));
+        if local.worker == worker {
+            local.pending_local.borrow_mut().push(envelope);
+            bump(&local.counters.local_sends, 1);
+        } else {
+            bump(&local.counters.cross_sends, 1);
+            cross = Some(envelope);
+        }
+    });
+    let envelope = match (cross, msg) {
+        (Some(envelope), _) => envelope,
+        (None, Some(msg)) => {
+            count_external(shared);
+            Envelope::new(dest, Msg(msg))
+        }
+        (None, None) => return,
+    };
+    shared.push_stackless(worker, Lane::Mail, envelope);
+}
+
 /// Queues the install of a reserved actor on `worker`: staged locally when
 /// the caller drives that worker, else through its install lane.
 pub(crate) fn route_install(shared: &Shared, worker: usize, envelope: Envelope) {
@@ -200,7 +232,10 @@ pub(crate) fn route_admin(
 /// envelope is looked at once, whatever the number of pending targets.
 pub(crate) fn deliver_or_hold(envelope: Envelope, local: &Local, driver: &Driver<'_>) {
     let dest = envelope.dest();
-    match envelope.deliver(driver) {
+    // SAFETY: an envelope with a home was made with the cache of a worker
+    // of this runtime (`deposit_msg`); every such home lives in this
+    // runtime's actor system, which the driver's plugin keeps alive.
+    match unsafe { envelope.deliver_in(driver, &local.cache) } {
         Err(envelope) => local.hold(envelope),
         Ok(()) => {
             let waiting = {

@@ -9,6 +9,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::{Cell as StdCell, RefCell};
+use core::ptr::NonNull;
 
 use crate::actor::extension::{RemoteSink, RuntimeExtension, WorkerExtension};
 use crate::actor::timer::ActorTimers;
@@ -16,6 +17,7 @@ use crate::kernel::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::kernel::error::NoSuchWorker;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
+use crate::kernel::ring::recycle::{BlockCache, Home};
 use crate::kernel::runtime::{Runtime, Shared};
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::stackless::{Driver, DriverEnvelope};
@@ -88,6 +90,11 @@ pub(crate) struct ActorSystem {
     pub(crate) remote: RuntimeMutex<Option<Arc<dyn RemoteSink>>>,
     /// When the runtime's actor system started (platform clock).
     pub(crate) started: u64,
+    /// Each worker's home for envelope blocks: where the blocks its cache
+    /// made come back to when another worker has delivered them. They
+    /// live as long as the runtime, so a delivery on any worker can reach
+    /// them.
+    pub(crate) homes: Box<[Home]>,
 }
 
 impl ActorSystem {
@@ -105,6 +112,7 @@ impl ActorSystem {
             remote: RuntimeMutex::leaf(None),
             started,
             stats: (0..workers).map(|_| Published::default()).collect(),
+            homes: (0..workers).map(|_| Home::new()).collect(),
         });
         match system {
             Some(system) => system,
@@ -152,11 +160,23 @@ pub(crate) struct Local {
     /// This worker's extension, made on its first pass after the runtime
     /// extension is set.
     pub(crate) extension: RefCell<Option<Box<dyn WorkerExtension>>>,
+    /// Envelope blocks for the messages this worker sends: a local send
+    /// allocates nothing in steady state, and a block delivered on
+    /// another worker comes back here through this worker's home.
+    pub(crate) cache: BlockCache,
 }
 
 impl Local {
-    pub(crate) fn new(worker: usize, runtime: Runtime) -> Local {
+    /// The state of `worker`, whose envelope blocks come back to `home`.
+    ///
+    /// # Safety
+    ///
+    /// `home` outlives the state (it is the worker's home in `runtime`'s
+    /// actor system, which the state keeps alive).
+    pub(crate) unsafe fn new(worker: usize, runtime: Runtime, home: NonNull<Home>) -> Local {
         Local {
+            // SAFETY: per the contract.
+            cache: unsafe { BlockCache::new(home) },
             worker,
             runtime,
             runnable: RefCell::new(VecDeque::new()),

@@ -1,22 +1,53 @@
-//! Envelopes: one owned, type-erased allocation per item for a stackless
-//! body (a message, a signal, an install, an admin command), and the
-//! intrusive MPSC queue that carries them whole from any thread to the
-//! worker that owns the target.
+//! Envelopes: one owned, type-erased node per item for a stackless body
+//! (a message, a signal, an install, an admin command), and the intrusive
+//! MPSC queue that carries them whole from any thread to the worker that
+//! owns the target.
 //!
-//! An envelope is a node with a header (the queue link, the target pid and
-//! the node's kind) and a typed payload. The kind's functions are
-//! monomorphized for the payload type, so the consumer delivers or drops
-//! a node without knowing that type: the payload is never cloned and is
-//! dropped exactly once. What a delivery gets to work with — the
-//! *context* — is chosen by a [`Family`]: a type with a lifetime (the
-//! worker's driver, borrowed for one pass) named without that lifetime.
+//! An envelope is a node with a header (the queue link, the target pid,
+//! the node's kind and where its memory comes from) and a typed payload.
+//! The kind's functions are monomorphized for the payload type, so the
+//! consumer delivers or drops a node without knowing that type: the
+//! payload is never cloned and is dropped exactly once. What a delivery
+//! gets to work with — the *context* — is chosen by a [`Family`]: a type
+//! with a lifetime (the worker's driver, borrowed for one pass) named
+//! without that lifetime.
+//!
+//! # Where a node's memory comes from
+//!
+//! A node is either *boxed* ([`Envelope::new`]: one allocation, freed by
+//! whoever is done with it) or a *block* of a worker's
+//! [`BlockCache`] ([`Envelope::new_in`]), recycled so that a worker's
+//! steady flow of messages does not touch the allocator:
+//!
+//! - a node small enough for a size class (see `recycle.rs`: up to 256
+//!   bytes, 16-aligned) sent from a worker is a block of that worker's
+//!   cache; a larger one, or one sent from a thread that drives no
+//!   worker, is boxed;
+//! - a block delivered with the cache that made it
+//!   ([`Envelope::deliver_in`] on the same worker) goes straight back to
+//!   that cache: a local send allocates nothing once the cache is warm;
+//! - a block delivered on another worker is pushed onto its maker's
+//!   [`Home`] (an MPSC list per class), which the maker drains into its
+//!   cache when that class runs dry and at the start of each pass: the
+//!   block is never freed on another thread's heap, and the consumer pays
+//!   one atomic swap for it;
+//! - a node dropped undelivered (with a queue, a held list or a runtime
+//!   that drops) and a node delivered without a cache
+//!   ([`Envelope::deliver`]) go to the allocator: every block is an
+//!   ordinary allocation of its class's layout, so freeing one anywhere is
+//!   always sound, and a home that may be gone is never touched.
+//!
+//! Caches and homes are bounded (see `recycle.rs`) and free what they hold
+//! when dropped.
 
 use alloc::boxed::Box;
+use core::alloc::Layout;
 use core::marker::PhantomData;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use crate::kernel::pid::Pid;
 use crate::kernel::ring::mpsc::{Link, Mpsc};
+use crate::kernel::ring::recycle::{class_of, free_block, BlockCache, Home};
 
 /// Names the context a delivery runs with, for every lifetime of it.
 pub(crate) trait Family: 'static {
@@ -31,20 +62,34 @@ pub(crate) trait Deliver<F: Family>: Send + Sized + 'static {
     fn deliver(self, dest: Pid, cx: &F::Of<'_>) -> Result<(), Self>;
 }
 
+/// The class of a node allocated alone (boxed).
+const BOXED: u8 = u8::MAX;
+
 /// The start of every envelope node.
 #[repr(C)]
 struct Header<F: Family> {
     link: Link,
     dest: Pid,
     kind: &'static Kind<F>,
+    /// Where the node goes once delivered elsewhere: the home of the
+    /// cache that made it. Null for a boxed node.
+    home: *const Home,
+    /// The node's block class, or [`BOXED`].
+    class: u8,
 }
+
+/// Delivers a node's payload with a context, releasing the node to a
+/// cache if one is given.
+type DeliverFn<F> =
+    for<'a, 'b, 'c> unsafe fn(NonNull<Header<F>>, &'b <F as Family>::Of<'a>, Option<&'c BlockCache>) -> bool;
 
 /// The payload-typed functions of a node.
 struct Kind<F: Family> {
-    /// Delivers the payload and frees the node: `true`; or puts the
-    /// payload back and keeps the node: `false`.
-    deliver: for<'a, 'b> unsafe fn(NonNull<Header<F>>, &'b F::Of<'a>) -> bool,
-    /// Frees the node and its payload.
+    /// Delivers the payload and releases the node (to `cache`, its home
+    /// or the allocator): `true`; or puts the payload back and keeps the
+    /// node: `false`.
+    deliver: DeliverFn<F>,
+    /// Drops the payload and gives the node to the allocator.
     free: unsafe fn(NonNull<Header<F>>),
 }
 
@@ -57,30 +102,39 @@ struct Node<F: Family, P> {
 
 impl<F: Family, P: Deliver<F>> Node<F, P> {
     const KIND: &'static Kind<F> = &Kind { deliver: deliver_node::<F, P>, free: free_node::<F, P> };
+    /// The block class of this node, if it is small enough to recycle.
+    const CLASS: Option<u8> = class_of(Layout::new::<Node<F, P>>());
 }
 
-/// Delivers a node's payload and frees the node, or puts the payload back.
+/// Delivers a node's payload and releases the node, or puts the payload
+/// back.
 ///
 /// # Safety
 ///
-/// `header` heads a live `Node<F, P>` made by [`Envelope::new`], owned by
-/// the caller; if this returns `true` the node is freed and the caller
-/// never touches it again.
-unsafe fn deliver_node<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>, cx: &F::Of<'_>) -> bool {
+/// `header` heads a live `Node<F, P>` made by [`Envelope::new`] or
+/// [`Envelope::new_in`], owned by the caller; with a `cache`, the node's
+/// home (if any) is alive. If this returns `true` the node is released
+/// and the caller never touches it again.
+unsafe fn deliver_node<F: Family, P: Deliver<F>>(
+    header: NonNull<Header<F>>,
+    cx: &F::Of<'_>,
+    cache: Option<&BlockCache>,
+) -> bool {
     let node = header.cast::<Node<F, P>>().as_ptr();
     // SAFETY: the caller owns the live node; no reference to it is held
     // across the payload's `deliver`, which only gets the payload.
     let (dest, payload) = unsafe { ((*node).header.dest, (*node).payload.take()) };
     let Some(payload) = payload else {
         // An envelope always holds its payload between deliveries.
-        // SAFETY: as above; the node is freed once, here.
-        unsafe { free_node::<F, P>(header) };
+        // SAFETY: as above; the node is released once, here.
+        unsafe { release::<F, P>(header, cache) };
         return true;
     };
     match payload.deliver(dest, cx) {
         Ok(()) => {
-            // SAFETY: as above; the node is freed once, here.
-            unsafe { free_node::<F, P>(header) };
+            // SAFETY: as above; the payload is gone (delivered); the node
+            // is released once, here.
+            unsafe { release::<F, P>(header, cache) };
             true
         }
         Err(payload) => {
@@ -91,15 +145,60 @@ unsafe fn deliver_node<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>, cx:
     }
 }
 
-/// Frees a node and what it still holds.
+/// Releases a node whose payload is gone: a boxed one to the allocator;
+/// a block to `cache` if it made it, else to its home (with a `cache`:
+/// the caller is a worker of the runtime the home belongs to), else to
+/// the allocator.
 ///
 /// # Safety
 ///
-/// `header` heads a live `Node<F, P>` made by [`Envelope::new`] and owned
-/// by the caller, who never touches it again.
+/// `header` heads a live `Node<F, P>` with no payload, owned by the
+/// caller, who never touches it again; with a `cache`, the node's home
+/// (if any) is alive.
+unsafe fn release<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>, cache: Option<&BlockCache>) {
+    // SAFETY: the caller owns the live node.
+    let (home, class) = unsafe { ((*header.as_ptr()).home, (*header.as_ptr()).class) };
+    if class == BOXED {
+        // SAFETY: a boxed `Node<F, P>` (made by `new`), freed once.
+        drop(unsafe { Box::from_raw(header.cast::<Node<F, P>>().as_ptr()) });
+        return;
+    }
+    // The header holds nothing to drop and the payload is `None`: the
+    // block can be reused as it is.
+    match cache {
+        // SAFETY: a block of `class` made by this cache, given up.
+        Some(cache) if ptr::eq(cache.home().as_ptr(), home) => unsafe { cache.put(header.cast(), class) },
+        // SAFETY: the home is alive (the contract); the block starts with
+        // its link and came from that home's cache with `class`.
+        Some(_) if !home.is_null() => unsafe { (*home).give_back(header.cast(), class) },
+        // SAFETY: a block of `class`, holding nothing to drop.
+        _ => unsafe { free_block(header.cast(), class) },
+    }
+}
+
+/// Drops a node's payload and gives the node to the allocator, whatever
+/// made it (its home is never touched: it may be gone).
+///
+/// # Safety
+///
+/// `header` heads a live `Node<F, P>` made by [`Envelope::new`] or
+/// [`Envelope::new_in`] and owned by the caller, who never touches it
+/// again.
 unsafe fn free_node<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>) {
-    // SAFETY: per the contract: a boxed `Node<F, P>`, freed once.
-    drop(unsafe { Box::from_raw(header.cast::<Node<F, P>>().as_ptr()) });
+    let node = header.cast::<Node<F, P>>().as_ptr();
+    // SAFETY: the caller owns the live node.
+    let class = unsafe { (*node).header.class };
+    if class == BOXED {
+        // SAFETY: per the contract: a boxed `Node<F, P>`, freed once.
+        drop(unsafe { Box::from_raw(node) });
+        return;
+    }
+    // SAFETY: the node is live and ours; its payload is dropped once,
+    // here, and the block then freed with its class's layout.
+    unsafe {
+        ptr::drop_in_place(node);
+        free_block(header.cast(), class);
+    }
 }
 
 /// An owned envelope: a payload on its way to `dest`.
@@ -108,18 +207,46 @@ pub(crate) struct Envelope<F: Family> {
     _owns: PhantomData<Box<Header<F>>>,
 }
 
-// SAFETY: the node holds a `Send` payload (`Deliver: Send`), a pid and a
-// `'static` kind; the envelope owns it alone.
+// SAFETY: the node holds a `Send` payload (`Deliver: Send`), a pid, a
+// `'static` kind and a pointer to a home that any thread may give back
+// to; the envelope owns it alone.
 unsafe impl<F: Family> Send for Envelope<F> {}
 
 impl<F: Family> Envelope<F> {
     /// Boxes `payload` for `dest`: the one allocation of a send.
     pub(crate) fn new<P: Deliver<F>>(dest: Pid, payload: P) -> Envelope<F> {
         let node = Box::new(Node::<F, P> {
-            header: Header { link: Link::new(), dest, kind: Node::<F, P>::KIND },
+            header: Header {
+                link: Link::new(),
+                dest,
+                kind: Node::<F, P>::KIND,
+                home: ptr::null(),
+                class: BOXED,
+            },
             payload: Some(payload),
         });
         Envelope { node: NonNull::from(Box::leak(node)).cast(), _owns: PhantomData }
+    }
+
+    /// Puts `payload` for `dest` in a block of `cache` (a recycled one in
+    /// steady state), or boxes it if it is too large for a block.
+    pub(crate) fn new_in<P: Deliver<F>>(cache: &BlockCache, dest: Pid, payload: P) -> Envelope<F> {
+        let Some(class) = Node::<F, P>::CLASS else { return Envelope::new(dest, payload) };
+        let block = cache.take(class).cast::<Node<F, P>>();
+        let node = Node::<F, P> {
+            header: Header {
+                link: Link::new(),
+                dest,
+                kind: Node::<F, P>::KIND,
+                home: cache.home().as_ptr(),
+                class,
+            },
+            payload: Some(payload),
+        };
+        // SAFETY: a block of `class` is large and aligned enough for this
+        // node (`class_of`), and ours.
+        unsafe { block.as_ptr().write(node) };
+        Envelope { node: block.cast(), _owns: PhantomData }
     }
 
     /// The target.
@@ -129,17 +256,40 @@ impl<F: Family> Envelope<F> {
     }
 
     /// Delivers the payload with `cx`; `Err` gives the envelope back, to
-    /// be held and delivered again.
+    /// be held and delivered again. A delivered node goes to the
+    /// allocator.
     pub(crate) fn deliver(self, cx: &F::Of<'_>) -> Result<(), Envelope<F>> {
+        // SAFETY: without a cache no home is touched.
+        unsafe { self.deliver_with(cx, None) }
+    }
+
+    /// [`deliver`](Self::deliver) on a worker with `cache`: a delivered
+    /// node goes back to `cache` if it made it, else to the home of the
+    /// cache that did.
+    ///
+    /// # Safety
+    ///
+    /// The envelope's home, if it has one, is alive: every cache that
+    /// may have made it belongs to the same family of homes as `cache`,
+    /// and those outlive this call.
+    pub(crate) unsafe fn deliver_in(self, cx: &F::Of<'_>, cache: &BlockCache) -> Result<(), Envelope<F>> {
+        // SAFETY: per the contract.
+        unsafe { self.deliver_with(cx, Some(cache)) }
+    }
+
+    /// # Safety
+    ///
+    /// With a `cache`, as [`deliver_in`](Self::deliver_in).
+    unsafe fn deliver_with(self, cx: &F::Of<'_>, cache: Option<&BlockCache>) -> Result<(), Envelope<F>> {
         let node = self.node;
-        // Ownership passes to `deliver` below (which frees the node), or
-        // back to the envelope returned: never both.
+        // Ownership passes to `deliver` below (which releases the node),
+        // or back to the envelope returned: never both.
         core::mem::forget(self);
         // SAFETY: we own the live node.
         let kind = unsafe { node.as_ref() }.kind;
         // SAFETY: `kind` was made for this node's payload type, and we own
-        // the node.
-        if unsafe { (kind.deliver)(node, cx) } {
+        // the node; the home is alive with a cache (the contract).
+        if unsafe { (kind.deliver)(node, cx, cache) } {
             Ok(())
         } else {
             Err(Envelope { node, _owns: PhantomData })
@@ -298,6 +448,108 @@ mod tests {
         }
         assert_eq!(*seen.borrow(), [(1, 10), (2, 4), (3, 30)]);
         assert_eq!(drops.load(Ordering::Relaxed), 2);
+    }
+
+    /// A payload too large for any block class.
+    struct Big([u64; 64], Arc<AtomicUsize>);
+    impl Drop for Big {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    impl Deliver<Test> for Big {
+        fn deliver(self, dest: Pid, cx: &Log<'_>) -> Result<(), Self> {
+            cx.seen.borrow_mut().push((dest.index(), self.0[63]));
+            Ok(())
+        }
+    }
+
+    /// A worker's home and cache, the home outliving the cache.
+    fn worker() -> (alloc::boxed::Box<Home>, BlockCache) {
+        let home = alloc::boxed::Box::new(Home::new());
+        // SAFETY: each test drops the cache before the home.
+        let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
+        (home, cache)
+    }
+
+    #[test]
+    fn a_local_delivery_reuses_its_block() {
+        let (home, cache) = worker();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let seen = RefCell::new(Vec::new());
+        let cx = Log { seen: &seen, accept: true };
+        let class = Node::<Test, Counted>::CLASS.expect("a small node has a class");
+        let first = Envelope::<Test>::new_in(&cache, Pid::from_parts(1, 1), Counted(1, drops.clone()));
+        let address = first.node;
+        // SAFETY: the home outlives the delivery.
+        assert!(unsafe { first.deliver_in(&cx, &cache) }.is_ok());
+        assert_eq!(cache.len(class), 1, "the block went back to the cache");
+        let second = Envelope::<Test>::new_in(&cache, Pid::from_parts(2, 1), Counted(2, drops.clone()));
+        assert_eq!(second.node, address, "and was reused");
+        assert_eq!(cache.len(class), 0);
+        // A held delivery keeps the block; the payload is dropped once.
+        // SAFETY: as above.
+        let held = unsafe { second.deliver_in(&Log { seen: &seen, accept: false }, &cache) };
+        let held = held.expect_err("refused: given back");
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        drop(held);
+        assert_eq!(drops.load(Ordering::Relaxed), 2, "an undelivered block drops its payload once");
+        assert_eq!(cache.len(class), 0, "an undelivered block goes to the allocator");
+        assert_eq!(*seen.borrow(), [(1, 1)]);
+        drop(cache);
+        drop(home);
+    }
+
+    #[test]
+    fn a_delivery_on_another_worker_sends_the_block_home() {
+        let (home_a, cache_a) = worker();
+        let (home_b, cache_b) = worker();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let seen = RefCell::new(Vec::new());
+        let cx = Log { seen: &seen, accept: true };
+        let class = Node::<Test, Counted>::CLASS.expect("a small node has a class");
+        let queue = EnvelopeQueue::<Test>::new();
+        for i in 0..4 {
+            queue.push(Envelope::new_in(
+                &cache_a,
+                Pid::from_parts(i, 1),
+                Counted(u64::from(i), drops.clone()),
+            ));
+        }
+        // Worker B consumes A's envelopes.
+        // SAFETY: one consumer; both homes outlive the deliveries.
+        while let Some(envelope) = unsafe { queue.pop() } {
+            // SAFETY: as above.
+            assert!(unsafe { envelope.deliver_in(&cx, &cache_b) }.is_ok());
+        }
+        assert_eq!(drops.load(Ordering::Relaxed), 4, "each payload dropped once");
+        assert_eq!(cache_b.len(class), 0, "B keeps none of A's blocks");
+        assert_eq!(cache_a.len(class), 0, "they wait in A's home");
+        cache_a.trim();
+        assert_eq!(cache_a.len(class), 4, "A takes them back");
+        // A large payload is boxed and freed, never cached.
+        let big = Envelope::<Test>::new_in(&cache_a, Pid::from_parts(9, 1), Big([7; 64], drops.clone()));
+        // SAFETY: a boxed node has no home.
+        assert!(unsafe { big.deliver_in(&cx, &cache_b) }.is_ok());
+        assert_eq!(drops.load(Ordering::Relaxed), 5);
+        drop(queue);
+        drop((cache_a, cache_b));
+        drop((home_a, home_b));
+    }
+
+    #[test]
+    fn blocks_in_flight_when_everything_drops_are_freed_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (home, cache) = worker();
+        let queue = EnvelopeQueue::<Test>::new();
+        for i in 0..3 {
+            queue.push(Envelope::new_in(&cache, Pid::from_parts(i, 1), Counted(u64::from(i), drops.clone())));
+        }
+        // The home and cache go first, as they may when a runtime drops.
+        drop(cache);
+        drop(home);
+        drop(queue);
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
     }
 
     /// Producers on several threads, one consumer: every envelope arrives

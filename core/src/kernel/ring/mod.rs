@@ -67,6 +67,7 @@ mod intrusive;
 pub mod locked;
 pub mod mpmc;
 pub(crate) mod mpsc;
+pub(crate) mod recycle;
 pub mod striped;
 
 pub use intrusive::WAKE_RING_CAPACITY;
