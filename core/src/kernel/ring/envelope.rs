@@ -464,9 +464,11 @@ mod tests {
         }
     }
 
-    /// A worker's home and cache, the home outliving the cache.
-    fn worker() -> (alloc::boxed::Box<Home>, BlockCache) {
-        let home = alloc::boxed::Box::new(Home::new());
+    /// A worker's home and cache, the home outliving the cache. (An `Arc`,
+    /// not a `Box`: moving a box out would retag it as unique and void the
+    /// cache's pointer to it.)
+    fn worker() -> (Arc<Home>, BlockCache) {
+        let home = Arc::new(Home::new());
         // SAFETY: each test drops the cache before the home.
         let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
         (home, cache)

@@ -362,28 +362,33 @@ mod tests {
         // SAFETY: `home` outlives the cache.
         let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
         let blocks: Vec<_> = (0..8).map(|_| cache.take(0)).collect();
-        let addresses: Vec<usize> = blocks.iter().map(|b| b.as_ptr() as usize).collect();
+        let addresses: Vec<usize> = blocks.iter().map(|b| b.as_ptr().addr()).collect();
         // Another thread frees them: they go to the home, not the cache.
         let home_ref = &*home;
+        /// A block handed to another thread (raw pointers are not `Send`).
+        struct Handed(NonNull<u8>);
+        // SAFETY: the block is given up by this thread; only the receiver
+        // touches it.
+        unsafe impl Send for Handed {}
         std::thread::scope(|scope| {
-            let blocks: Vec<usize> = blocks.iter().map(|b| b.as_ptr() as usize).collect();
+            let blocks: Vec<Handed> = blocks.into_iter().map(Handed).collect();
             scope.spawn(move || {
-                for block in blocks {
-                    let block = NonNull::new(block as *mut u8).unwrap();
+                for Handed(block) in blocks {
                     give_back(home_ref, block, 0);
                 }
             });
         });
         assert_eq!(cache.len(0), 0);
         // The next takes drain the home: the same blocks, no new ones.
-        let mut again: Vec<usize> = (0..8).map(|_| cache.take(0).as_ptr() as usize).collect();
-        again.sort_unstable();
+        let mut again: Vec<NonNull<u8>> = (0..8).map(|_| cache.take(0)).collect();
+        again.sort_unstable_by_key(|block| block.as_ptr().addr());
         let mut addresses = addresses;
         addresses.sort_unstable();
-        assert_eq!(again, addresses, "every block came home and was reused");
+        let again_addresses: Vec<usize> = again.iter().map(|block| block.as_ptr().addr()).collect();
+        assert_eq!(again_addresses, addresses, "every block came home and was reused");
         for block in again {
             // SAFETY: from `take(0)`, holds nothing, given up.
-            unsafe { cache.put(NonNull::new(block as *mut u8).unwrap(), 0) };
+            unsafe { cache.put(block, 0) };
         }
         drop(cache);
     }
