@@ -108,14 +108,25 @@ const TRIPS: u64 = 2_000;
 
 /// A stepper of `workers` workers with a Ping on worker 0 and its Pong on
 /// `pong_worker`.
-fn rally(workers: usize, pong_worker: usize) -> (Stepper, Addr<Ping>, Arc<AtomicU64>) {
+fn rally(workers: usize, pong_worker: usize) -> (Stepper, Addr<Ping>, Addr<Pong>, Arc<AtomicU64>) {
     let stepper =
         Stepper::new(Config { worker_count: workers, ..Config::default() }).expect("runtime builds");
     let rt = stepper.runtime().clone();
     let pong = rt.spawn_actor_on(pong_worker, Pong).expect("spawn pong");
     let rounds = Arc::new(AtomicU64::new(0));
-    let ping = rt.spawn_actor_on(0, Ping { pong, trips: 0, rounds: rounds.clone() }).expect("spawn ping");
-    (stepper, ping, rounds)
+    let ping = rt
+        .spawn_actor_on(0, Ping { pong: pong.clone(), trips: 0, rounds: rounds.clone() })
+        .expect("spawn ping");
+    (stepper, ping, pong, rounds)
+}
+
+/// Stops both actors and runs the stepper until they have ended, so the
+/// runtime drops with nothing abandoned.
+fn finish(mut stepper: Stepper, ping: Addr<Ping>, pong: Addr<Pong>) {
+    ping.stop().expect("ping alive");
+    pong.stop().expect("pong alive");
+    drop((ping, pong));
+    stepper.run();
 }
 
 /// Plays one round; returns this thread's allocations during it.
@@ -133,11 +144,12 @@ fn round(stepper: &mut Stepper, ping: &Addr<Ping>, rounds: &AtomicU64) -> u64 {
 /// Allocations of a warm round of `TRIPS` round trips: a few, whatever
 /// the number of messages (without recycling, at least one per message).
 fn warm_round_allocations(workers: usize, pong_worker: usize) -> u64 {
-    let (mut stepper, ping, rounds) = rally(workers, pong_worker);
+    let (mut stepper, ping, pong, rounds) = rally(workers, pong_worker);
     round(&mut stepper, &ping, &rounds);
     round(&mut stepper, &ping, &rounds);
     let warm = round(&mut stepper, &ping, &rounds);
     assert_eq!(rounds.load(Ordering::Relaxed), 3);
+    finish(stepper, ping, pong);
     warm
 }
 
@@ -161,12 +173,11 @@ fn a_warm_cross_worker_send_allocates_nothing() {
 #[test]
 fn a_dropped_runtime_frees_its_blocks() {
     let life = |rounds_played: u32| {
-        let (mut stepper, ping, rounds) = rally(2, 1);
+        let (mut stepper, ping, pong, rounds) = rally(2, 1);
         for _ in 0..rounds_played {
             round(&mut stepper, &ping, &rounds);
         }
-        drop(ping);
-        drop(stepper);
+        finish(stepper, ping, pong);
     };
     life(0);
     life(3);
