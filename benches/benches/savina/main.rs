@@ -19,7 +19,7 @@
 //! Without `erl` the BEAM is recorded as unable to run — except in quick
 //! mode, which CI runs with erlang-nox installed, where it is an error.
 //!
-//! Arguments that do not start with `--` filter the runs: only the ids
+//! Arguments that are not options (and not numbers) filter the runs: only the ids
 //! containing one of them run (`cargo bench -p smarm-benches --bench savina
 //! -- 2w/smarm fork_join`), the BEAM only if a filter names it, and nothing
 //! is written to the measurement files or `bench_results/`.
@@ -66,7 +66,13 @@ fn main() {
     let params = Params::current();
     let rounds = if quick { 1 } else { 3 };
     let started = Instant::now();
-    let filters: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with("--")).collect();
+    // Criterion's options (and their numeric values, `--sample-size 10`)
+    // reach this binary too when run.sh passes them to every bench: a
+    // filter is an argument with a letter in it that is not an option.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-') && arg.chars().any(|c| c.is_ascii_alphabetic()))
+        .collect();
     let selected = |id: &str| filters.is_empty() || filters.iter().any(|filter| id.contains(filter.as_str()));
     // Figures by id, nanoseconds; a missing one failed to run.
     let mut figures: HashMap<String, f64> = HashMap::new();
