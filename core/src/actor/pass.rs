@@ -185,11 +185,7 @@ impl ActorSystem {
 
 impl WorkerPlugin for ActorSystem {
     fn worker_state(&self, shared: &Arc<Shared>, worker: usize) -> Box<dyn Any> {
-        let home = core::ptr::NonNull::from(&self.homes[worker]);
-        // SAFETY: the home is this actor system's, which the state keeps
-        // alive through its runtime handle (the system is the runtime's
-        // plugin).
-        Box::new(unsafe { Local::new(worker, Runtime { shared: shared.clone() }, home) })
+        Box::new(Local::new(worker, Runtime { shared: shared.clone() }, self.homes.clone()))
     }
 
     fn pass(&self, driver: &Driver<'_>, budget: usize) -> bool {

@@ -232,10 +232,7 @@ pub(crate) fn route_admin(
 /// envelope is looked at once, whatever the number of pending targets.
 pub(crate) fn deliver_or_hold(envelope: Envelope, local: &Local, driver: &Driver<'_>) {
     let dest = envelope.dest();
-    // SAFETY: an envelope with a home was made with the cache of a worker
-    // of this runtime (`deposit_msg`); every such home lives in this
-    // runtime's actor system, which the driver's plugin keeps alive.
-    match unsafe { envelope.deliver_in(driver, &local.cache) } {
+    match envelope.deliver_in(driver, &local.cache) {
         Err(envelope) => local.hold(envelope),
         Ok(()) => {
             let waiting = {

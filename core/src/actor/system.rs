@@ -9,7 +9,6 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::{Cell as StdCell, RefCell};
-use core::ptr::NonNull;
 
 use crate::actor::extension::{RemoteSink, RuntimeExtension, WorkerExtension};
 use crate::actor::timer::ActorTimers;
@@ -94,7 +93,7 @@ pub(crate) struct ActorSystem {
     /// made come back to when another worker has delivered them. They
     /// live as long as the runtime, so a delivery on any worker can reach
     /// them.
-    pub(crate) homes: Box<[Home]>,
+    pub(crate) homes: Arc<[Home]>,
 }
 
 impl ActorSystem {
@@ -167,16 +166,11 @@ pub(crate) struct Local {
 }
 
 impl Local {
-    /// The state of `worker`, whose envelope blocks come back to `home`.
-    ///
-    /// # Safety
-    ///
-    /// `home` outlives the state (it is the worker's home in `runtime`'s
-    /// actor system, which the state keeps alive).
-    pub(crate) unsafe fn new(worker: usize, runtime: Runtime, home: NonNull<Home>) -> Local {
+    /// The state of `worker`, whose envelope blocks come back to its home
+    /// in `homes` (the actor system's, one per worker).
+    pub(crate) fn new(worker: usize, runtime: Runtime, homes: Arc<[Home]>) -> Local {
         Local {
-            // SAFETY: per the contract.
-            cache: unsafe { BlockCache::new(home) },
+            cache: BlockCache::new(homes, worker),
             worker,
             runtime,
             runnable: RefCell::new(VecDeque::new()),

@@ -112,9 +112,8 @@ impl<F: Family, P: Deliver<F>> Node<F, P> {
 /// # Safety
 ///
 /// `header` heads a live `Node<F, P>` made by [`Envelope::new`] or
-/// [`Envelope::new_in`], owned by the caller; with a `cache`, the node's
-/// home (if any) is alive. If this returns `true` the node is released
-/// and the caller never touches it again.
+/// [`Envelope::new_in`], owned by the caller. If this returns `true` the
+/// node is released and the caller never touches it again.
 unsafe fn deliver_node<F: Family, P: Deliver<F>>(
     header: NonNull<Header<F>>,
     cx: &F::Of<'_>,
@@ -146,15 +145,13 @@ unsafe fn deliver_node<F: Family, P: Deliver<F>>(
 }
 
 /// Releases a node whose payload is gone: a boxed one to the allocator;
-/// a block to `cache` if it made it, else to its home (with a `cache`:
-/// the caller is a worker of the runtime the home belongs to), else to
-/// the allocator.
+/// a block to `cache` if it made it, else to its home if that home is of
+/// `cache`'s family (kept alive by the cache), else to the allocator.
 ///
 /// # Safety
 ///
 /// `header` heads a live `Node<F, P>` with no payload, owned by the
-/// caller, who never touches it again; with a `cache`, the node's home
-/// (if any) is alive.
+/// caller, who never touches it again.
 unsafe fn release<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>, cache: Option<&BlockCache>) {
     // SAFETY: the caller owns the live node.
     let (home, class) = unsafe { ((*header.as_ptr()).home, (*header.as_ptr()).class) };
@@ -164,15 +161,21 @@ unsafe fn release<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>, cache: O
         return;
     }
     // The header holds nothing to drop and the payload is `None`: the
-    // block can be reused as it is.
+    // block can be reused as it is. Blocks of one class are alike, so any
+    // live home of the family may take it.
     match cache {
         // SAFETY: a block of `class` made by this cache, given up.
-        Some(cache) if ptr::eq(cache.home().as_ptr(), home) => unsafe { cache.put(header.cast(), class) },
-        // SAFETY: the home is alive (the contract); the block starts with
-        // its link and came from that home's cache with `class`.
-        Some(_) if !home.is_null() => unsafe { (*home).give_back(header.cast(), class) },
+        Some(cache) if ptr::eq(cache.home(), home) => unsafe { cache.put(header.cast(), class) },
+        Some(cache) => match cache.family_home(home) {
+            // SAFETY: the block starts with its link and was made with
+            // `class` by a cache; the home is alive (the cache holds its
+            // family).
+            Some(home) => unsafe { home.give_back(header.cast(), class) },
+            // SAFETY: a block of `class`, holding nothing to drop.
+            None => unsafe { free_block(header.cast(), class) },
+        },
         // SAFETY: a block of `class`, holding nothing to drop.
-        _ => unsafe { free_block(header.cast(), class) },
+        None => unsafe { free_block(header.cast(), class) },
     }
 }
 
@@ -238,7 +241,7 @@ impl<F: Family> Envelope<F> {
                 link: Link::new(),
                 dest,
                 kind: Node::<F, P>::KIND,
-                home: cache.home().as_ptr(),
+                home: ptr::from_ref(cache.home()),
                 class,
             },
             payload: Some(payload),
@@ -259,28 +262,18 @@ impl<F: Family> Envelope<F> {
     /// be held and delivered again. A delivered node goes to the
     /// allocator.
     pub(crate) fn deliver(self, cx: &F::Of<'_>) -> Result<(), Envelope<F>> {
-        // SAFETY: without a cache no home is touched.
-        unsafe { self.deliver_with(cx, None) }
+        self.deliver_with(cx, None)
     }
 
     /// [`deliver`](Self::deliver) on a worker with `cache`: a delivered
     /// node goes back to `cache` if it made it, else to the home of the
-    /// cache that did.
-    ///
-    /// # Safety
-    ///
-    /// The envelope's home, if it has one, is alive: every cache that
-    /// may have made it belongs to the same family of homes as `cache`,
-    /// and those outlive this call.
-    pub(crate) unsafe fn deliver_in(self, cx: &F::Of<'_>, cache: &BlockCache) -> Result<(), Envelope<F>> {
-        // SAFETY: per the contract.
-        unsafe { self.deliver_with(cx, Some(cache)) }
+    /// cache that did if that home is of `cache`'s family, else to the
+    /// allocator.
+    pub(crate) fn deliver_in(self, cx: &F::Of<'_>, cache: &BlockCache) -> Result<(), Envelope<F>> {
+        self.deliver_with(cx, Some(cache))
     }
 
-    /// # Safety
-    ///
-    /// With a `cache`, as [`deliver_in`](Self::deliver_in).
-    unsafe fn deliver_with(self, cx: &F::Of<'_>, cache: Option<&BlockCache>) -> Result<(), Envelope<F>> {
+    fn deliver_with(self, cx: &F::Of<'_>, cache: Option<&BlockCache>) -> Result<(), Envelope<F>> {
         let node = self.node;
         // Ownership passes to `deliver` below (which releases the node),
         // or back to the envelope returned: never both.
@@ -288,7 +281,7 @@ impl<F: Family> Envelope<F> {
         // SAFETY: we own the live node.
         let kind = unsafe { node.as_ref() }.kind;
         // SAFETY: `kind` was made for this node's payload type, and we own
-        // the node; the home is alive with a cache (the contract).
+        // the node.
         if unsafe { (kind.deliver)(node, cx, cache) } {
             Ok(())
         } else {
@@ -464,34 +457,28 @@ mod tests {
         }
     }
 
-    /// A worker's home and cache, the home outliving the cache. (An `Arc`,
-    /// not a `Box`: moving a box out would retag it as unique and void the
-    /// cache's pointer to it.)
-    fn worker() -> (Arc<Home>, BlockCache) {
-        let home = Arc::new(Home::new());
-        // SAFETY: each test drops the cache before the home.
-        let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
-        (home, cache)
+    /// The caches of a runtime of `N` workers (one family of homes).
+    fn workers<const N: usize>() -> [BlockCache; N] {
+        let homes: Arc<[Home]> = Arc::from(core::array::from_fn::<Home, N, _>(|_| Home::new()));
+        core::array::from_fn(|index| BlockCache::new(homes.clone(), index))
     }
 
     #[test]
     fn a_local_delivery_reuses_its_block() {
-        let (home, cache) = worker();
+        let [cache] = workers();
         let drops = Arc::new(AtomicUsize::new(0));
         let seen = RefCell::new(Vec::new());
         let cx = Log { seen: &seen, accept: true };
         let class = Node::<Test, Counted>::CLASS.expect("a small node has a class");
         let first = Envelope::<Test>::new_in(&cache, Pid::from_parts(1, 1), Counted(1, drops.clone()));
         let address = first.node;
-        // SAFETY: the home outlives the delivery.
-        assert!(unsafe { first.deliver_in(&cx, &cache) }.is_ok());
+        assert!(first.deliver_in(&cx, &cache).is_ok());
         assert_eq!(cache.len(class), 1, "the block went back to the cache");
         let second = Envelope::<Test>::new_in(&cache, Pid::from_parts(2, 1), Counted(2, drops.clone()));
         assert_eq!(second.node, address, "and was reused");
         assert_eq!(cache.len(class), 0);
         // A held delivery keeps the block; the payload is dropped once.
-        // SAFETY: as above.
-        let held = unsafe { second.deliver_in(&Log { seen: &seen, accept: false }, &cache) };
+        let held = second.deliver_in(&Log { seen: &seen, accept: false }, &cache);
         let held = held.expect_err("refused: given back");
         assert_eq!(drops.load(Ordering::Relaxed), 1);
         drop(held);
@@ -499,13 +486,12 @@ mod tests {
         assert_eq!(cache.len(class), 0, "an undelivered block goes to the allocator");
         assert_eq!(*seen.borrow(), [(1, 1)]);
         drop(cache);
-        drop(home);
     }
 
     #[test]
     fn a_delivery_on_another_worker_sends_the_block_home() {
-        let (home_a, cache_a) = worker();
-        let (home_b, cache_b) = worker();
+        let [cache_a, cache_b] = workers();
+        let [stranger] = workers();
         let drops = Arc::new(AtomicUsize::new(0));
         let seen = RefCell::new(Vec::new());
         let cx = Log { seen: &seen, accept: true };
@@ -519,37 +505,40 @@ mod tests {
             ));
         }
         // Worker B consumes A's envelopes.
-        // SAFETY: one consumer; both homes outlive the deliveries.
+        // SAFETY: one consumer.
         while let Some(envelope) = unsafe { queue.pop() } {
-            // SAFETY: as above.
-            assert!(unsafe { envelope.deliver_in(&cx, &cache_b) }.is_ok());
+            assert!(envelope.deliver_in(&cx, &cache_b).is_ok());
         }
         assert_eq!(drops.load(Ordering::Relaxed), 4, "each payload dropped once");
         assert_eq!(cache_b.len(class), 0, "B keeps none of A's blocks");
         assert_eq!(cache_a.len(class), 0, "they wait in A's home");
         cache_a.trim();
         assert_eq!(cache_a.len(class), 4, "A takes them back");
+        // A block of another runtime's worker goes to the allocator: its
+        // home is not one B's cache keeps alive.
+        let foreign = Envelope::<Test>::new_in(&stranger, Pid::from_parts(8, 1), Counted(8, drops.clone()));
+        assert!(foreign.deliver_in(&cx, &cache_b).is_ok());
+        assert_eq!(cache_b.len(class), 0, "B keeps no stranger's block");
+        stranger.trim();
+        assert_eq!(stranger.len(class), 0, "nor does it send it to a home it cannot vouch for");
         // A large payload is boxed and freed, never cached.
         let big = Envelope::<Test>::new_in(&cache_a, Pid::from_parts(9, 1), Big([7; 64], drops.clone()));
-        // SAFETY: a boxed node has no home.
-        assert!(unsafe { big.deliver_in(&cx, &cache_b) }.is_ok());
-        assert_eq!(drops.load(Ordering::Relaxed), 5);
+        assert!(big.deliver_in(&cx, &cache_b).is_ok());
+        assert_eq!(drops.load(Ordering::Relaxed), 6);
         drop(queue);
-        drop((cache_a, cache_b));
-        drop((home_a, home_b));
+        drop((cache_a, cache_b, stranger));
     }
 
     #[test]
     fn blocks_in_flight_when_everything_drops_are_freed_once() {
         let drops = Arc::new(AtomicUsize::new(0));
-        let (home, cache) = worker();
+        let [cache] = workers();
         let queue = EnvelopeQueue::<Test>::new();
         for i in 0..3 {
             queue.push(Envelope::new_in(&cache, Pid::from_parts(i, 1), Counted(u64::from(i), drops.clone())));
         }
         // The home and cache go first, as they may when a runtime drops.
         drop(cache);
-        drop(home);
         drop(queue);
         assert_eq!(drops.load(Ordering::Relaxed), 3);
     }

@@ -30,8 +30,14 @@
 //! never required for memory safety, only for speed. That is what a node
 //! dropped undelivered does (it may be dropped with its runtime, after its
 //! home is gone).
+//!
+//! A cache holds its whole *family* of homes (the runtime's, one per
+//! worker) in an `Arc`, so a block it releases goes to a home only if
+//! that home is one of its family ([`BlockCache::family_home`]), which it
+//! keeps alive: no caller has to vouch for a home's life.
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error};
+use alloc::sync::Arc;
 use core::alloc::Layout;
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
@@ -113,8 +119,7 @@ impl Home {
     ///
     /// # Safety
     ///
-    /// `block` came from [`allocate_block`] with `class` (through the cache
-    /// of this home), starts with a live [`Link`], holds nothing else that
+    /// `block` came from [`allocate_block`] with `class`, starts with a live [`Link`], holds nothing else that
     /// needs dropping, and is in no list; the caller gives it up.
     pub(crate) unsafe fn give_back(&self, block: NonNull<Link>, class: u8) {
         // SAFETY: per the contract; the list owns the block from here on.
@@ -158,9 +163,13 @@ impl Drop for Home {
 }
 
 /// One worker's cache of free blocks, by class. Only its worker uses it
-/// (it is not `Sync`); other threads reach its [`Home`].
+/// (it is not `Sync`); other threads reach its [`Home`]. It holds its
+/// family of homes (one per worker of a runtime) alive, so a block it
+/// releases can go to any of them.
 pub(crate) struct BlockCache {
-    home: NonNull<Home>,
+    homes: Arc<[Home]>,
+    /// This cache's home in `homes`.
+    index: usize,
     /// Whether this cache is the home's one taker (the first cache made
     /// for it). Another one still sends its blocks there, and never
     /// takes.
@@ -171,17 +180,17 @@ pub(crate) struct BlockCache {
 }
 
 impl BlockCache {
-    /// A cache whose blocks come back to `home`. The first cache made for
-    /// a home takes from it; any later one only gives back to it.
+    /// A cache whose blocks come back to `homes[index]`. The first cache
+    /// made for a home takes from it; any later one only gives back to it.
     ///
-    /// # Safety
+    /// # Panics
     ///
-    /// `home` outlives the cache.
-    pub(crate) unsafe fn new(home: NonNull<Home>) -> BlockCache {
-        // SAFETY: alive, per the contract.
-        let claimed = unsafe { home.as_ref() }.claimed.swap(true, Ordering::AcqRel);
+    /// If `index` is not a home of `homes` (a caller's bug).
+    pub(crate) fn new(homes: Arc<[Home]>, index: usize) -> BlockCache {
+        let claimed = homes[index].claimed.swap(true, Ordering::AcqRel);
         BlockCache {
-            home,
+            homes,
+            index,
             takes: !claimed,
             free: core::array::from_fn(|_| Cell::new(ptr::null_mut())),
             len: core::array::from_fn(|_| Cell::new(0)),
@@ -189,8 +198,20 @@ impl BlockCache {
     }
 
     /// The home the cache's blocks come back to.
-    pub(crate) fn home(&self) -> NonNull<Home> {
-        self.home
+    pub(crate) fn home(&self) -> &Home {
+        &self.homes[self.index]
+    }
+
+    /// The home of this cache's family at `home`, if it is one: alive as
+    /// long as the cache is. A pointer to any other home (another
+    /// runtime's, perhaps gone) is `None`.
+    pub(crate) fn family_home(&self, home: *const Home) -> Option<&Home> {
+        let size = core::mem::size_of::<Home>();
+        let offset = home.addr().checked_sub(self.homes.as_ptr().addr())?;
+        if !offset.is_multiple_of(size) {
+            return None;
+        }
+        self.homes.get(offset / size)
     }
 
     /// The number of free blocks of `class` held here.
@@ -245,7 +266,7 @@ impl BlockCache {
         }
         for _ in 0..most {
             // SAFETY: the cache is its home's one taker (`takes`).
-            let Some(block) = (unsafe { self.home.as_ref().take(class) }) else { break };
+            let Some(block) = (unsafe { self.home().take(class) }) else { break };
             // SAFETY: a returned block came from `allocate_block` with
             // `class` and holds only its link (`give_back`'s contract).
             unsafe { self.put(block.cast(), class) };
@@ -261,11 +282,11 @@ impl BlockCache {
         }
         for class in 0..CLASSES as u8 {
             // SAFETY: the cache is its home's one taker (`takes`).
-            if unsafe { self.home.as_ref().is_empty(class) } {
+            if unsafe { self.home().is_empty(class) } {
                 continue;
             }
             // SAFETY: as above.
-            while let Some(block) = unsafe { self.home.as_ref().take(class) } {
+            while let Some(block) = unsafe { self.home().take(class) } {
                 // SAFETY: as in `refill`; a full list frees it.
                 unsafe { self.put(block.cast(), class) };
             }
@@ -317,9 +338,8 @@ mod tests {
 
     #[test]
     fn a_freed_block_is_reused() {
-        let home = Box::new(Home::new());
-        // SAFETY: `home` outlives the cache (dropped after it below).
-        let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
+        let homes: Arc<[Home]> = Arc::from([Home::new()]);
+        let cache = BlockCache::new(homes.clone(), 0);
         let a = cache.take(1);
         // SAFETY: from `take(1)`, holds nothing, given up.
         unsafe { cache.put(a, 1) };
@@ -329,14 +349,13 @@ mod tests {
         // SAFETY: as above.
         unsafe { cache.put(a, 1) };
         drop(cache);
-        drop(home);
+        drop(homes);
     }
 
     #[test]
     fn the_cache_is_bounded() {
-        let home = Box::new(Home::new());
-        // SAFETY: `home` outlives the cache.
-        let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
+        let homes: Arc<[Home]> = Arc::from([Home::new()]);
+        let cache = BlockCache::new(homes.clone(), 0);
         let blocks: Vec<_> = (0..CACHE_CAP + 10).map(|_| cache.take(0)).collect();
         for block in blocks {
             // SAFETY: from `take(0)`, holds nothing, given up.
@@ -346,25 +365,24 @@ mod tests {
         // A home holding more than the cap: a trim keeps the cap only.
         let more: Vec<_> = (0..CACHE_CAP + 10).map(|_| allocate_block(2)).collect();
         for block in more {
-            give_back(&home, block, 2);
+            give_back(&homes[0], block, 2);
         }
         cache.trim();
         assert_eq!(cache.len(2), CACHE_CAP);
         // SAFETY: the cache is the home's one taker.
-        assert!(unsafe { home.is_empty(2) }, "a trim empties the home");
+        assert!(unsafe { homes[0].is_empty(2) }, "a trim empties the home");
         drop(cache);
     }
 
     #[test]
     fn blocks_freed_elsewhere_come_home() {
         extern crate std;
-        let home = Box::new(Home::new());
-        // SAFETY: `home` outlives the cache.
-        let cache = unsafe { BlockCache::new(NonNull::from(&*home)) };
+        let homes: Arc<[Home]> = Arc::from([Home::new()]);
+        let cache = BlockCache::new(homes.clone(), 0);
         let blocks: Vec<_> = (0..8).map(|_| cache.take(0)).collect();
         let addresses: Vec<usize> = blocks.iter().map(|b| b.as_ptr().addr()).collect();
         // Another thread frees them: they go to the home, not the cache.
-        let home_ref = &*home;
+        let home_ref = &homes[0];
         /// A block handed to another thread (raw pointers are not `Send`).
         struct Handed(NonNull<u8>);
         // SAFETY: the block is given up by this thread; only the receiver
