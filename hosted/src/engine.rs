@@ -18,14 +18,21 @@
 //!
 //! # Idle policy
 //!
-//! A driver whose passes did no work first *spins*: it watches its park
-//! token's state word — the word `Platform::unpark` writes whenever
-//! anything is pushed into one of its workers' ingress — for
-//! `spin_budget_cycles` ticks of the timestamp counter. If the word turns
-//! `NOTIFIED` it takes the wake and runs a pass at once: the pusher paid one
-//! atomic swap and no system call, because only a driver that has announced
-//! a sleep (`PARKED`) is woken with `FUTEX_WAKE` — and so a burst of wakes
-//! into one driver costs at most one system call. The budget (default
+//! A driver whose passes did no work first *spins* for
+//! `spin_budget_cycles` ticks of the timestamp counter, watching two
+//! things: its workers' wake and spawn queues, and its park token's state
+//! word — the word `Platform::unpark` writes when anything else (an actor's
+//! envelope, an admin command, readiness) is pushed into one of its
+//! workers' ingress. An awake driver is *watching*
+//! (`Runtime::watch_ingress`): a process woken or spawned onto one of its
+//! workers is only pushed into the queue, where the spinner (or the next
+//! pass) finds it, and the token's cache line stays where it is — no
+//! atomic swap on a line the other CPU owns at every hop. When the token
+//! turns `NOTIFIED` the spinner takes the wake and runs a pass at once: the
+//! pusher paid one atomic swap and no system call, because only a driver
+//! that has announced a sleep (`PARKED`) is woken with `FUTEX_WAKE` — and
+//! so a burst of wakes into one driver costs at most one system call. The
+//! budget (default
 //! 100,000 ticks, ≈ 40 µs at 2.6 GHz) is about what a park and a wake cost
 //! on a virtual machine, so spinning never costs more than the wake it
 //! saves.
@@ -42,10 +49,15 @@
 //! budget runs out — or it may not spin, or the budget is 0 — the driver
 //! parks on the platform until its workers' next timer deadline or a wake.
 //!
-//! No wake is lost: a push is always ring-then-unpark; a pass drains the
+//! No wake is lost: a push is always ring-then-signal; a pass drains the
 //! rings after the driver last consumed the token, and a wake that lands
 //! after that stays in the token (`NOTIFIED`) until the spinner sees it or
-//! `park` consumes it and returns at once.
+//! `park` consumes it and returns at once. Before it sleeps a driver stops
+//! watching (`Runtime::unwatch_ingress`: clear the flag, a `SeqCst` fence,
+//! look at the queues) while a waker pushes, fences and reads the flag:
+//! either the driver sees the push and runs a pass instead of sleeping, or
+//! the waker sees the flag cleared and signals the token (the store-buffer
+//! pattern; `smarm-core`'s loom model `watched_wake` checks it).
 //!
 //! # Shutdown
 //!
@@ -380,10 +392,11 @@ impl EngineShared {
 }
 
 impl EngineShared {
-    /// Spins on `token` for the budget if a spinner seat is free and the
-    /// awake drivers leave a CPU for it. Returns whether a wake arrived
-    /// (and was taken).
-    fn spin(&self, token: &ParkToken, reactor: &Reactor) -> bool {
+    /// Spins on `token` and on `ingress` (whether the driver's workers have
+    /// wakes or spawns queued, which skip the token of a watching driver)
+    /// for the budget if a spinner seat is free and the awake drivers leave
+    /// a CPU for it. Returns whether a wake arrived (a token's is taken).
+    fn spin(&self, token: &ParkToken, reactor: &Reactor, ingress: impl Fn() -> bool) -> bool {
         if self.spin_budget == 0 {
             return false;
         }
@@ -409,6 +422,11 @@ impl EngineShared {
             if token.state.load(Ordering::Relaxed) == NOTIFIED
                 && token.state.compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
+                break true;
+            }
+            // Wakes and spawns into a watching driver's workers skip the
+            // token: they show in the queues themselves.
+            if ingress() {
                 break true;
             }
             if Native::timestamp().wrapping_sub(start) >= self.spin_budget {
@@ -760,6 +778,10 @@ fn drive(
         "a driver's workers share its park token"
     );
     let mut passes = 0u32;
+    // Awake: wakes into our workers reach us through their queues, not the
+    // token, until we unwatch before sleeping.
+    let first = first.id();
+    let _ = runtime.watch_ingress(first);
     loop {
         if shared.shutdown.load(Ordering::Acquire) {
             break;
@@ -788,11 +810,17 @@ fn drive(
         if !lone_poller && reactor.poll_pending() {
             continue;
         }
-        if !lone_poller && shared.spin(token, reactor) {
+        if !lone_poller && shared.spin(token, reactor, || runtime.has_ingress(first).unwrap_or(true)) {
             continue;
         }
         if shared.shutdown.load(Ordering::Acquire) {
             break;
+        }
+        // From here on a wake signals the token. One that came while we
+        // watched has not: run a pass for it instead of sleeping.
+        if runtime.unwatch_ingress(first).unwrap_or(true) {
+            let _ = runtime.watch_ingress(first);
+            continue;
         }
         let deadline = workers.iter().filter_map(Worker::next_deadline).min();
         if shared.going_to_sleep(driver, deadline.is_none()) {
@@ -802,5 +830,6 @@ fn drive(
         }
         shared.park(reactor, token, deadline);
         shared.woke(driver);
+        let _ = runtime.watch_ingress(first);
     }
 }

@@ -119,6 +119,53 @@ impl Runtime {
         Ok(&self.shared.tokens[ingress.token])
     }
 
+    /// Marks the driver of worker `worker` (the thread that sleeps on its
+    /// [`park_token`](Self::park_token)) as awake and watching: until
+    /// [`unwatch_ingress`](Self::unwatch_ingress), wakes and spawns into
+    /// the workers on that token skip the token, and the driver promises
+    /// to call `unwatch_ingress` before it sleeps. A spinning driver then
+    /// notices work through [`has_ingress`](Self::has_ingress) instead of
+    /// its token, and no waker writes the token's cache line.
+    ///
+    /// Optional: a driver that never watches is signalled on its token
+    /// for every wake, as before.
+    ///
+    /// ```
+    /// # use smarm_core::Runtime;
+    /// # fn driver(runtime: &Runtime) -> Result<(), smarm_core::NoSuchWorker> {
+    /// runtime.watch_ingress(0)?;
+    /// // … passes, spinning on `has_ingress(0)` …
+    /// if !runtime.unwatch_ingress(0)? {
+    ///     // Safe to sleep on `park_token(0)`: any later wake signals it.
+    /// }
+    /// runtime.watch_ingress(0)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn watch_ingress(&self, worker: usize) -> Result<(), NoSuchWorker> {
+        self.check_worker(worker)?;
+        self.shared.watch(worker);
+        Ok(())
+    }
+
+    /// Ends [`watch_ingress`](Self::watch_ingress) for the driver of worker
+    /// `worker` before it sleeps on its park token. `Ok(true)` when a wake
+    /// or spawn reached one of its workers meanwhile: that one did not
+    /// signal the token, so the driver must run a pass (and watch again)
+    /// rather than sleep.
+    pub fn unwatch_ingress(&self, worker: usize) -> Result<bool, NoSuchWorker> {
+        self.check_worker(worker)?;
+        Ok(self.shared.unwatch(worker))
+    }
+
+    /// Whether a wake or spawn waits for one of the workers on worker
+    /// `worker`'s park token: for their driver, which sees every push that
+    /// finished before its last fence.
+    pub fn has_ingress(&self, worker: usize) -> Result<bool, NoSuchWorker> {
+        let ingress = self.shared.workers.get(worker).ok_or(NoSuchWorker(worker))?;
+        Ok(self.shared.ingress_pending(ingress.token))
+    }
+
     /// Statistics of worker `worker`'s processes, as of its last completed
     /// pass.
     pub fn stats(&self, worker: usize) -> Result<crate::kernel::worker::StatsSnapshot, NoSuchWorker> {

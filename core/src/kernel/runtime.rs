@@ -32,6 +32,7 @@ use crate::kernel::extension::Extensions;
 use crate::kernel::host::{self, HostHooks};
 use crate::kernel::pid::Pid;
 use crate::kernel::preempt::NoPreempt;
+use crate::kernel::ring::watch::Watch;
 use crate::kernel::ring::{CachePadded, WakeQueue};
 use crate::kernel::segments::{GrowError, Segments};
 use crate::kernel::slab::{Entry, Slot, STOP_NONE, STOP_REQUESTED};
@@ -132,6 +133,13 @@ pub(crate) struct Shared {
     /// its token while other drivers swap theirs, and tokens packed into one
     /// line would move that line between CPUs at every hand-off.
     pub(crate) tokens: Box<[CachePadded<ParkToken>]>,
+    /// One per driver, beside its token: set while the driver is awake and
+    /// will look at its workers' wake and spawn queues before it sleeps
+    /// ([`Shared::watch`]). A wake into a watched worker then skips the
+    /// token, whose line would otherwise move to the waker and back at
+    /// every hop; only the driver writes its flag, so the line stays
+    /// shared in the wakers' caches.
+    watched: Box<[CachePadded<Watch>]>,
     /// Processes spawned and not yet finalized.
     pub(super) live: AtomicUsize,
     /// Work outstanding outside any worker (io in flight): holds the
@@ -239,6 +247,8 @@ impl RuntimeParts {
         let timeslice_ticks = timeslice_ticks(&config, &*platform);
         let tokens: Box<[CachePadded<ParkToken>]> =
             (0..token_count).map(|_| CachePadded(ParkToken::new())).collect();
+        let watched: Box<[CachePadded<Watch>]> =
+            (0..token_count).map(|_| CachePadded(Watch::default())).collect();
         let shared = Arc::new(Shared {
             config,
             platform,
@@ -250,6 +260,7 @@ impl RuntimeParts {
             stack_release_due: AtomicU64::new(NO_RELEASE_DUE),
             workers,
             tokens,
+            watched,
             live: AtomicUsize::new(0),
             external: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
@@ -463,7 +474,7 @@ impl Shared {
         // out mid-publish would stall the consumer behind its cell.
         let _np = NoPreempt::new();
         self.workers[worker].spawn.push(&self.slots, index);
-        self.notify(worker);
+        self.signal(worker);
     }
 
     /// Round-robin worker choice for spawns through the handle.
@@ -577,7 +588,40 @@ impl Shared {
         // Preemption disabled across the push (see `route_spawn`).
         let _np = NoPreempt::new();
         self.workers[worker].wake.push(&self.slots, index);
-        self.notify(worker);
+        self.signal(worker);
+    }
+
+    /// Tells the driver of `worker` that its wake or spawn queue has just
+    /// been pushed: nothing when the driver watches them, else its token.
+    fn signal(&self, worker: usize) {
+        let token = self.workers[worker].token;
+        // After the push: either the driver's look before it sleeps sees
+        // the push, or this sees the watch ended (`ring::watch`).
+        if self.watched[token].0.must_signal() {
+            self.platform.unpark(&self.tokens[token]);
+        }
+    }
+
+    /// The driver of `worker` is awake and will look at the wake and spawn
+    /// queues of every worker on its token before it sleeps: wakes into
+    /// them skip the token until [`unwatch`](Self::unwatch).
+    pub(crate) fn watch(&self, worker: usize) {
+        self.watched[self.workers[worker].token].0.begin();
+    }
+
+    /// The driver of `worker` is about to sleep: wakes signal its token
+    /// again. `true` when a wake or spawn reached one of its workers while
+    /// it watched (then it must not sleep: nobody signalled the token).
+    pub(crate) fn unwatch(&self, worker: usize) -> bool {
+        let token = self.workers[worker].token;
+        self.watched[token].0.end(|| self.ingress_pending(token))
+    }
+
+    /// Whether a wake or spawn waits for a worker on token `token`. Read by
+    /// its driver: a push that finished before the caller's last fence is
+    /// seen.
+    pub(crate) fn ingress_pending(&self, token: usize) -> bool {
+        self.workers.iter().any(|w| w.token == token && !(w.wake.is_empty() && w.spawn.is_empty()))
     }
 
     /// Wakes the driver of `worker` if it is parked.

@@ -163,6 +163,13 @@ impl WakeQueue {
         }
     }
 
+    /// Whether both the ring and the list look empty. For the consumer:
+    /// a push that finished before the call (as the caller's fences order
+    /// them) is seen.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ring.is_empty() && self.overflow.is_empty()
+    }
+
     /// Pops an index, or `None` when both the ring and the list look empty.
     /// Consumer only. While both hold values it alternates between them.
     pub(crate) fn pop(&self, links: &impl Links) -> Option<u32> {
@@ -287,9 +294,11 @@ mod tests {
         let count = if cfg!(miri) { 3 * WAKE_RING_CAPACITY / 2 } else { 10 * WAKE_RING_CAPACITY };
         let table = table(count);
         let queue = WakeQueue::try_new().expect("ring memory");
+        assert!(queue.is_empty());
         for index in 0..count as u32 {
             queue.push(&table, index);
         }
+        assert!(!queue.is_empty());
         let mut seen = alloc::vec![false; count];
         // Pop half, then interleave pushes of what came out with pops.
         let mut out = Vec::new();
@@ -302,10 +311,12 @@ mod tests {
             assert!(!seen[index as usize], "{index} popped twice");
             seen[index as usize] = true;
         }
-        while let Some(index) = queue.pop(&table) {
+        while !queue.is_empty() {
+            let index = queue.pop(&table).expect("not empty, so a value is there");
             assert!(!seen[index as usize], "{index} popped twice");
             seen[index as usize] = true;
         }
+        assert_eq!(queue.pop(&table), None);
         assert!(seen.iter().all(|&s| s), "a value was lost");
     }
 

@@ -88,6 +88,9 @@ impl<T: Send> Ring<T> for LockedRing<T> {
     fn pop(&self) -> Option<T> {
         LockedRing::pop(self)
     }
+    fn is_empty(&self) -> bool {
+        self.queue.lock().is_empty()
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -69,6 +69,7 @@ pub mod mpmc;
 pub(crate) mod mpsc;
 pub(crate) mod recycle;
 pub mod striped;
+pub(crate) mod watch;
 
 pub use intrusive::WAKE_RING_CAPACITY;
 #[cfg(all(test, loom))]
@@ -122,6 +123,12 @@ pub trait Ring<T: Send>: Send + Sync {
     /// Removes a value, or `None` when the ring is empty or the next value's
     /// producer has not finished publishing it. Never blocks.
     fn pop(&self) -> Option<T>;
+
+    /// Whether no value is published at the consumer's position. For the
+    /// ring's one consumer: a push that finished before this call (as the
+    /// caller's fences order them) is seen; one still in progress may be
+    /// missed, as by [`pop`](Ring::pop).
+    fn is_empty(&self) -> bool;
 }
 
 cfg_if::cfg_if! {
@@ -204,13 +211,18 @@ pub(crate) mod contract {
         out
     }
 
-    /// A new ring and a drained ring are empty.
+    /// A new ring and a drained ring are empty, and say so; a ring
+    /// holding a value is not, whichever cell the value sits in.
     pub(crate) fn empty_returns_none<R: Ring<usize>>(ring: &R) {
+        assert!(ring.is_empty());
         assert_eq!(ring.pop(), None);
-        assert_eq!(ring.push(7), Ok(()));
-        assert_eq!(ring.pop(), Some(7));
-        assert_eq!(ring.pop(), None);
-        assert_eq!(ring.pop(), None);
+        for round in 0..2 * ring.capacity() {
+            assert_eq!(ring.push(round), Ok(()));
+            assert!(!ring.is_empty(), "a value is waiting (round {round})");
+            assert_eq!(ring.pop(), Some(round));
+            assert!(ring.is_empty(), "drained (round {round})");
+            assert_eq!(ring.pop(), None);
+        }
     }
 
     /// Goes round the ring many times at every fill level from 1 to full,

@@ -237,6 +237,17 @@ impl<T> MpmcRing<T> {
         }
     }
 
+    /// Whether no value is published at the head: what [`pop`](Self::pop)
+    /// would find, without taking it (it reads the head and that cell's
+    /// sequence, nothing a producer writes unless it publishes there).
+    pub fn is_empty(&self) -> bool {
+        // Acquire as in `pop`.
+        let position = self.head.load(Ordering::Acquire);
+        let cell = &self.cells[position & self.mask];
+        // Acquire pairs with the publishing Release in `push`.
+        cell.sequence.load(Ordering::Acquire) != position.wrapping_add(1)
+    }
+
     /// How many positions are claimed and not yet released, as seen by a
     /// caller with `&mut self` (so nothing is in flight).
     fn len_exclusive(&mut self) -> usize {
@@ -286,6 +297,9 @@ impl<T: Send> Ring<T> for MpmcRing<T> {
     }
     fn pop(&self) -> Option<T> {
         MpmcRing::pop(self)
+    }
+    fn is_empty(&self) -> bool {
+        MpmcRing::is_empty(self)
     }
 }
 

@@ -181,6 +181,9 @@ impl<T: Send> Ring<T> for StripedRing<T> {
     fn pop(&self) -> Option<T> {
         StripedRing::pop(self)
     }
+    fn is_empty(&self) -> bool {
+        self.stripes.iter().all(MpmcRing::is_empty)
+    }
 }
 
 #[cfg(all(test, not(loom)))]
