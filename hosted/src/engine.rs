@@ -20,14 +20,15 @@
 //!
 //! A driver whose passes did no work first *spins* for
 //! `spin_budget_cycles` ticks of the timestamp counter, watching two
-//! things: its workers' wake and spawn queues, and its park token's state
-//! word — the word `Platform::unpark` writes when anything else (an actor's
-//! envelope, an admin command, readiness) is pushed into one of its
-//! workers' ingress. An awake driver is *watching*
+//! things: its workers' ingress queues (`Worker::has_ingress`: wakes,
+//! spawns, handler actors' envelopes and admin commands), and its park
+//! token's state word — the word `Platform::unpark` writes for anything
+//! else (an installed extension, shutdown). An awake driver is *watching*
 //! (`Runtime::watch_ingress`): a process woken or spawned onto one of its
-//! workers is only pushed into the queue, where the spinner (or the next
-//! pass) finds it, and the token's cache line stays where it is — no
-//! atomic swap on a line the other CPU owns at every hop. When the token
+//! workers, or a message for one of its actors, is only pushed into the
+//! queue, where the spinner (or the next pass) finds it, and the token's
+//! cache line stays where it is — no atomic swap on a line the other CPU
+//! owns at every hop. When the token
 //! turns `NOTIFIED` the spinner takes the wake and runs a pass at once: the
 //! pusher paid one atomic swap and no system call, because only a driver
 //! that has announced a sleep (`PARKED`) is woken with `FUTEX_WAKE` — and
@@ -53,8 +54,9 @@
 //! rings after the driver last consumed the token, and a wake that lands
 //! after that stays in the token (`NOTIFIED`) until the spinner sees it or
 //! `park` consumes it and returns at once. Before it sleeps a driver stops
-//! watching (`Runtime::unwatch_ingress`: clear the flag, a `SeqCst` fence,
-//! look at the queues) while a waker pushes, fences and reads the flag:
+//! watching (`Runtime::unwatch_ingress`: clear the flag, a `SeqCst` fence;
+//! then it looks at the queues) while a waker pushes, fences and reads the
+//! flag:
 //! either the driver sees the push and runs a pass instead of sleeping, or
 //! the waker sees the flag cleared and signals the token (the store-buffer
 //! pattern; `smarm-core`'s loom model `watched_wake` checks it).
@@ -810,7 +812,7 @@ fn drive(
         if !lone_poller && reactor.poll_pending() {
             continue;
         }
-        if !lone_poller && shared.spin(token, reactor, || runtime.has_ingress(first).unwrap_or(true)) {
+        if !lone_poller && shared.spin(token, reactor, || workers.iter().any(Worker::has_ingress)) {
             continue;
         }
         if shared.shutdown.load(Ordering::Acquire) {
@@ -818,7 +820,8 @@ fn drive(
         }
         // From here on a wake signals the token. One that came while we
         // watched has not: run a pass for it instead of sleeping.
-        if runtime.unwatch_ingress(first).unwrap_or(true) {
+        let _ = runtime.unwatch_ingress(first);
+        if workers.iter().any(Worker::has_ingress) {
             let _ = runtime.watch_ingress(first);
             continue;
         }

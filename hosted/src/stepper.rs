@@ -45,6 +45,12 @@ impl Stepper {
         self.single.runtime()
     }
 
+    /// Whether a wake, a spawn from outside or a handler actor's message
+    /// waits for some worker's next pass (`Worker::has_ingress`).
+    pub fn has_ingress(&self) -> bool {
+        self.single.has_ingress()
+    }
+
     /// One pass of every worker, in id order. Returns whether any did work.
     pub fn try_tick(&mut self) -> bool {
         self.single.try_tick()

@@ -43,20 +43,23 @@ fn a_watching_driver_is_not_signalled_and_is_told_before_it_sleeps() {
     let (to_child, from_child) = parked_receiver(&mut stepper);
     consume_token(&rt, 1);
     rt.watch_ingress(1).unwrap();
-    assert_eq!(rt.has_ingress(1), Ok(false));
+    assert!(!stepper.has_ingress());
     to_child.send(41).unwrap();
-    assert_eq!(rt.has_ingress(1), Ok(true), "the wake waits in worker 1's queue");
+    assert!(stepper.has_ingress(), "the wake waits in worker 1's queue");
     assert_eq!(token_state(&rt, 1), 0, "a watched driver's token is not written");
-    // Going to sleep now would miss it: `unwatch_ingress` says so.
-    assert_eq!(rt.unwatch_ingress(1), Ok(true));
+    // Going to sleep now would miss it: after `unwatch_ingress` it is
+    // still there to see.
+    assert_eq!(rt.unwatch_ingress(1), Ok(()));
+    assert!(stepper.has_ingress());
+    rt.watch_ingress(1).unwrap();
     while stepper.try_tick() {}
     assert_eq!(from_child.try_recv(), Ok(42), "the woken process ran");
-    assert_eq!(rt.has_ingress(1), Ok(false));
-    assert_eq!(rt.unwatch_ingress(1), Ok(false), "nothing pending: the driver may sleep");
+    assert!(!stepper.has_ingress());
+    assert_eq!(rt.unwatch_ingress(1), Ok(()));
+    assert!(!stepper.has_ingress(), "nothing pending: the driver may sleep");
 
     // Not watching: the same wake signals the token.
     let (to_child, from_child) = parked_receiver(&mut stepper);
-    assert_eq!(rt.unwatch_ingress(1), Ok(false));
     consume_token(&rt, 1);
     to_child.send(1).unwrap();
     assert_ne!(token_state(&rt, 1), 0, "an unwatched driver is signalled");
@@ -67,11 +70,35 @@ fn a_watching_driver_is_not_signalled_and_is_told_before_it_sleeps() {
     consume_token(&rt, 1);
     rt.watch_ingress(1).unwrap();
     let handle = rt.spawn_on(1, || 7).unwrap();
-    assert_eq!(rt.has_ingress(1), Ok(true), "the spawn waits in worker 1's queue");
+    assert!(stepper.has_ingress(), "the spawn waits in worker 1's queue");
     assert_eq!(token_state(&rt, 1), 0, "a spawn skips a watched driver's token");
-    assert_eq!(rt.unwatch_ingress(1), Ok(true));
     while stepper.try_tick() {}
     assert_eq!(handle.join(), Ok(7));
+
+    // So is a handler actor's message.
+    struct Echo(smarm::Sender<u32>);
+    impl smarm::Actor for Echo {
+        type Msg = u32;
+        fn handle(&mut self, _ctx: &mut smarm::Ctx<'_, Self>, msg: u32) {
+            let _ = self.0.send(msg * 2);
+        }
+    }
+    let (to_test, from_actor) = smarm::channel();
+    let addr = rt.spawn_actor_on(1, Echo(to_test)).unwrap();
+    while stepper.try_tick() {}
+    consume_token(&rt, 1);
+    assert!(!stepper.has_ingress());
+    addr.send(21).unwrap();
+    assert!(stepper.has_ingress(), "the envelope waits in worker 1's lane");
+    assert_eq!(token_state(&rt, 1), 0, "mail skips a watched driver's token");
+    while stepper.try_tick() {}
+    assert_eq!(from_actor.try_recv(), Ok(42));
+    rt.unwatch_ingress(1).unwrap();
+    consume_token(&rt, 1);
+    addr.send(1).unwrap();
+    assert_ne!(token_state(&rt, 1), 0, "mail signals an unwatched driver");
+    while stepper.try_tick() {}
+    assert_eq!(from_actor.try_recv(), Ok(2));
 }
 
 #[test]
@@ -80,5 +107,5 @@ fn watching_a_worker_that_does_not_exist_is_a_typed_error() {
     let rt = stepper.runtime();
     assert_eq!(rt.watch_ingress(2), Err(NoSuchWorker(2)));
     assert_eq!(rt.unwatch_ingress(2), Err(NoSuchWorker(2)));
-    assert_eq!(rt.has_ingress(usize::MAX), Err(NoSuchWorker(usize::MAX)));
+    assert_eq!(rt.watch_ingress(usize::MAX), Err(NoSuchWorker(usize::MAX)));
 }

@@ -121,24 +121,27 @@ impl Runtime {
 
     /// Marks the driver of worker `worker` (the thread that sleeps on its
     /// [`park_token`](Self::park_token)) as awake and watching: until
-    /// [`unwatch_ingress`](Self::unwatch_ingress), wakes and spawns into
-    /// the workers on that token skip the token, and the driver promises
-    /// to call `unwatch_ingress` before it sleeps. A spinning driver then
-    /// notices work through [`has_ingress`](Self::has_ingress) instead of
-    /// its token, and no waker writes the token's cache line.
+    /// [`unwatch_ingress`](Self::unwatch_ingress), wakes, spawns and
+    /// handler-actor mail pushed into the workers on that token skip the
+    /// token, and the driver promises to unwatch before it sleeps. A
+    /// spinning driver then notices work through its workers'
+    /// [`Worker::has_ingress`](crate::Worker::has_ingress) instead of its
+    /// token, and no pusher writes the token's cache line.
     ///
-    /// Optional: a driver that never watches is signalled on its token
-    /// for every wake, as before.
+    /// Optional: a driver that never watches is signalled on its token for
+    /// every push, as before.
     ///
     /// ```
-    /// # use smarm_core::Runtime;
-    /// # fn driver(runtime: &Runtime) -> Result<(), smarm_core::NoSuchWorker> {
-    /// runtime.watch_ingress(0)?;
-    /// // … passes, spinning on `has_ingress(0)` …
-    /// if !runtime.unwatch_ingress(0)? {
-    ///     // Safe to sleep on `park_token(0)`: any later wake signals it.
+    /// # use smarm_core::{Runtime, Worker};
+    /// # fn driver(runtime: &Runtime, worker: &mut Worker) -> Result<(), smarm_core::NoSuchWorker> {
+    /// let id = worker.id();
+    /// runtime.watch_ingress(id)?;
+    /// while worker.try_tick() || worker.has_ingress() {}
+    /// runtime.unwatch_ingress(id)?;
+    /// if !worker.has_ingress() {
+    ///     // Safe to sleep on `park_token(id)`: any later push signals it.
     /// }
-    /// runtime.watch_ingress(0)?;
+    /// runtime.watch_ingress(id)?;
     /// # Ok(())
     /// # }
     /// ```
@@ -149,21 +152,16 @@ impl Runtime {
     }
 
     /// Ends [`watch_ingress`](Self::watch_ingress) for the driver of worker
-    /// `worker` before it sleeps on its park token. `Ok(true)` when a wake
-    /// or spawn reached one of its workers meanwhile: that one did not
-    /// signal the token, so the driver must run a pass (and watch again)
-    /// rather than sleep.
-    pub fn unwatch_ingress(&self, worker: usize) -> Result<bool, NoSuchWorker> {
+    /// `worker`, before it sleeps on its park token: from here on pushes
+    /// signal the token. A push made while it watched did not: the driver
+    /// must look at [`Worker::has_ingress`](crate::Worker::has_ingress) of
+    /// each of its workers after this call (which fences, so every push
+    /// that finished before it is seen) and run a pass instead of sleeping
+    /// if one has some.
+    pub fn unwatch_ingress(&self, worker: usize) -> Result<(), NoSuchWorker> {
         self.check_worker(worker)?;
-        Ok(self.shared.unwatch(worker))
-    }
-
-    /// Whether a wake or spawn waits for one of the workers on worker
-    /// `worker`'s park token: for their driver, which sees every push that
-    /// finished before its last fence.
-    pub fn has_ingress(&self, worker: usize) -> Result<bool, NoSuchWorker> {
-        let ingress = self.shared.workers.get(worker).ok_or(NoSuchWorker(worker))?;
-        Ok(self.shared.ingress_pending(ingress.token))
+        self.shared.unwatch(worker);
+        Ok(())
     }
 
     /// Statistics of worker `worker`'s processes, as of its last completed

@@ -134,8 +134,8 @@ pub(crate) struct Shared {
     /// line would move that line between CPUs at every hand-off.
     pub(crate) tokens: Box<[CachePadded<ParkToken>]>,
     /// One per driver, beside its token: set while the driver is awake and
-    /// will look at its workers' wake and spawn queues before it sleeps
-    /// ([`Shared::watch`]). A wake into a watched worker then skips the
+    /// will look at its workers' ingress queues before it sleeps
+    /// ([`Shared::watch`]). A push into a watched worker then skips the
     /// token, whose line would otherwise move to the waker and back at
     /// every hop; only the driver writes its flag, so the line stays
     /// shared in the wakers' caches.
@@ -591,9 +591,10 @@ impl Shared {
         self.signal(worker);
     }
 
-    /// Tells the driver of `worker` that its wake or spawn queue has just
-    /// been pushed: nothing when the driver watches them, else its token.
-    fn signal(&self, worker: usize) {
+    /// Tells the driver of `worker` that one of its ingress queues (wake,
+    /// spawn, a handler actors' lane) has just been pushed: nothing when the
+    /// driver watches them, else its token.
+    pub(crate) fn signal(&self, worker: usize) {
         let token = self.workers[worker].token;
         // After the push: either the driver's look before it sleeps sees
         // the push, or this sees the watch ended (`ring::watch`).
@@ -602,26 +603,18 @@ impl Shared {
         }
     }
 
-    /// The driver of `worker` is awake and will look at the wake and spawn
-    /// queues of every worker on its token before it sleeps: wakes into
-    /// them skip the token until [`unwatch`](Self::unwatch).
+    /// The driver of `worker` is awake and will look at the ingress of
+    /// every worker on its token before it sleeps: pushes into them skip
+    /// the token until [`unwatch`](Self::unwatch).
     pub(crate) fn watch(&self, worker: usize) {
         self.watched[self.workers[worker].token].0.begin();
     }
 
-    /// The driver of `worker` is about to sleep: wakes signal its token
-    /// again. `true` when a wake or spawn reached one of its workers while
-    /// it watched (then it must not sleep: nobody signalled the token).
-    pub(crate) fn unwatch(&self, worker: usize) -> bool {
-        let token = self.workers[worker].token;
-        self.watched[token].0.end(|| self.ingress_pending(token))
-    }
-
-    /// Whether a wake or spawn waits for a worker on token `token`. Read by
-    /// its driver: a push that finished before the caller's last fence is
-    /// seen.
-    pub(crate) fn ingress_pending(&self, token: usize) -> bool {
-        self.workers.iter().any(|w| w.token == token && !(w.wake.is_empty() && w.spawn.is_empty()))
+    /// The driver of `worker` is about to sleep: pushes signal its token
+    /// again. The caller looks at its workers' ingress afterwards
+    /// (`Worker::has_ingress`): a push that skipped the token is seen there.
+    pub(crate) fn unwatch(&self, worker: usize) {
+        self.watched[self.workers[worker].token].0.end();
     }
 
     /// Wakes the driver of `worker` if it is parked.

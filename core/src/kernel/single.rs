@@ -30,6 +30,12 @@ impl SingleThreadRuntime {
         &self.runtime
     }
 
+    /// Whether any worker has ingress waiting for its next pass (wakes,
+    /// spawns, handler actors' mail): [`Worker::has_ingress`].
+    pub fn has_ingress(&self) -> bool {
+        self.workers.iter().any(Worker::has_ingress)
+    }
+
     /// One round: one pass of every worker. Returns whether any did work.
     pub fn try_tick(&mut self) -> bool {
         let mut did = false;

@@ -111,6 +111,18 @@ impl Lanes {
         Lanes { admin: EnvelopeQueue::new(), install: EnvelopeQueue::new(), mail: EnvelopeQueue::new() }
     }
 
+    /// Whether any lane holds an envelope (a push finished before the
+    /// caller's last fence is seen).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the lanes' one consumer (the worker's driver, outside
+    /// its pass): no `pop` or `is_empty` of them runs at the same time.
+    pub(crate) unsafe fn has_any(&self) -> bool {
+        // SAFETY: the one consumer (the contract).
+        unsafe { !(self.admin.is_empty() && self.install.is_empty() && self.mail.is_empty()) }
+    }
+
     fn lane(&self, lane: Lane) -> &EnvelopeQueue<OnDriver> {
         match lane {
             Lane::Admin => &self.admin,
@@ -535,14 +547,14 @@ impl Shared {
         self.is_stackless(pid).then_some(pid)
     }
 
-    /// Pushes `envelope` onto worker `worker`'s `lane` and wakes its
-    /// driver.
+    /// Pushes `envelope` onto worker `worker`'s `lane` and tells its
+    /// driver (a watching driver finds it there, `Shared::signal`).
     pub(crate) fn push_stackless(&self, worker: usize, lane: Lane, envelope: DriverEnvelope) {
         // Preemption off: a producer cut half-way through the push would
         // leave the lane looking empty until it runs again.
         let _np = NoPreempt::new();
         self.workers[worker].lanes.lane(lane).push(envelope);
-        self.notify(worker);
+        self.signal(worker);
     }
 
     /// Slots in the slab (live or not).

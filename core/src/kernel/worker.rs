@@ -294,6 +294,24 @@ impl Worker {
         self.core().id
     }
 
+    /// Whether anything waits in this worker's ingress for its next pass:
+    /// a wake, a spawn from elsewhere, or a handler actor's envelope or
+    /// admin command. A driver that watches its ingress
+    /// ([`Runtime::watch_ingress`](crate::Runtime::watch_ingress)) spins on
+    /// this, and looks at it once more after
+    /// [`Runtime::unwatch_ingress`](crate::Runtime::unwatch_ingress) before
+    /// it sleeps: every push that finished before that call is seen.
+    pub fn has_ingress(&self) -> bool {
+        let core = self.core();
+        let ingress = &core.shared.workers[core.id];
+        // SAFETY: the lanes' one consumer is this worker's pass, which runs
+        // only inside `try_tick(&mut self)`; a `Worker` is not `Sync`, so
+        // while we hold `&self` no pass of it runs on another thread, and
+        // none runs on this one (we are not inside `try_tick`).
+        let mail = unsafe { ingress.lanes.has_any() };
+        !(ingress.wake.is_empty() && ingress.spawn.is_empty()) || mail
+    }
+
     /// Earliest timer deadline on this worker, for a host deciding how long
     /// its driver may sleep. It includes the time the runtime's stack pool
     /// next looks for idle stacks to release, if it holds any: a pass with

@@ -10,8 +10,8 @@
 //!
 //! - producer ([`Watch::must_signal`] after its push): fence, read the flag;
 //!   signal the token if it is clear;
-//! - consumer ([`Watch::end`] before it sleeps): clear the flag, fence,
-//!   look at the queues; sleep only if they are empty.
+//! - consumer ([`Watch::end`] before it sleeps): clear the flag, fence;
+//!   then look at the queues and sleep only if they are empty.
 //!
 //! The `SeqCst` fences are totally ordered. If the consumer's comes after
 //! the producer's, the consumer's look sees the push (it was made before
@@ -41,14 +41,13 @@ impl Watch {
         }
     }
 
-    /// The consumer is about to sleep. Returns what `pending` (a look at
-    /// the queues) says after the fence: `true` means a push may have
-    /// skipped the signal, and the consumer must not sleep. Consumer only.
-    pub(crate) fn end(&self, pending: impl FnOnce() -> bool) -> bool {
+    /// The consumer is about to sleep. It looks at its queues after this
+    /// call and sleeps only if they are empty: a push that skipped the
+    /// signal is seen there. Consumer only.
+    pub(crate) fn end(&self) {
         self.watching.store(false, Ordering::Relaxed);
         // SeqCst: pairs with the fence in `must_signal` (module docs).
         fence(Ordering::SeqCst);
-        pending()
     }
 
     /// Called by a producer after its push: whether it must signal the
@@ -95,7 +94,10 @@ mod models {
             };
             // A spinning look, then the watch ends.
             let mut got = ring.pop();
-            let slept = got.is_none() && !watch.end(|| !ring.is_empty());
+            let slept = got.is_none() && {
+                watch.end();
+                ring.is_empty()
+            };
             producer.join().unwrap();
             if slept {
                 // Asleep with the value unseen: only the token wakes it.
