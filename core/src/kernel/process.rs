@@ -27,7 +27,7 @@ use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
 use crate::kernel::slab::{Slot, STOP_RAISED, STOP_REQUESTED};
-use crate::kernel::state::Park;
+use crate::kernel::state::{Park, State};
 use crate::kernel::time::Instant;
 use crate::kernel::timer::TimerReason;
 use crate::kernel::worker::{self, SwitchReason, WorkerCore};
@@ -99,11 +99,20 @@ impl Running {
     ///
     /// # Safety
     ///
-    /// The state word was already moved out of `Running` (yield, park), or
-    /// this is the final switch (`finish`).
+    /// For a park, the state word was already moved out of `Running`; for
+    /// an exit, this is the final switch (`finish`). A yield leaves the
+    /// word `Running` (see `state`, "A yield writes nothing"): the process
+    /// is then queued only by this switch, on its own worker's ready
+    /// queue, from which only this thread takes — no waker can queue it.
+    /// Either way nothing resumes the process before it has left.
     unsafe fn switch_out(&self, reason: SwitchReason) {
         let body = self.slot().body.get();
         let core = self.core();
+        debug_assert!(
+            reason != SwitchReason::Yield
+                || matches!(self.slot().state.snapshot().state(), State::Running | State::RunningNotified),
+            "a yield with the word out of Running"
+        );
         debug_assert!(core.current.preempt.enabled(), "switch with preemption disabled (a lock held?)");
         // Under AddressSanitizer every switch goes through the worker: the
         // fiber annotations name the driver's stack as the one a process
@@ -118,10 +127,10 @@ impl Running {
                 //    its live slot;
                 // 2. the process's own context slot (`save`) is ours to save
                 //    into, and distinct from `next` (another slot's);
-                // 3. the state word is out of `Running` (the contract), and
+                // 3. nothing resumes us before we have left (the contract:
+                //    parked, or yielding onto this worker's own queue), and
                 //    nothing else runs on this worker until the process we
-                //    switch to switches out, so nothing resumes us before we
-                //    have left.
+                //    switch to switches out.
                 unsafe { Native::hand_off(ptr::addr_of_mut!((*body).context), next) };
                 worker::landed(self.core(), self.shared());
                 return;
@@ -136,8 +145,8 @@ impl Running {
         //    it is an UnsafeCell only the switch code touches;
         // 2. the process's own context slot (`save`) is ours to save into:
         //    the running process owns its body;
-        // 3. the state word is out of `Running` (the contract), so no wake
-        //    can resume us before we have left.
+        // 3. no wake can resume us before we have left (the contract:
+        //    parked, or queued by our worker only after this switch).
         unsafe { Native::suspend(ptr::addr_of_mut!((*body).context), load) };
         // Resumed, perhaps by another driver thread: its stack is where the
         // next switch out goes.
@@ -252,8 +261,7 @@ pub fn self_pid() -> Option<Pid> {
 pub fn yield_now() {
     let Some(running) = Running::get() else { return };
     running.observe_stop();
-    running.slot().state.yield_now(running.generation);
-    // SAFETY: the word is Queued.
+    // SAFETY: a yield (the word stays Running; see `switch_out`).
     unsafe { running.switch_out(SwitchReason::Yield) };
     running.observe_stop();
 }
@@ -267,8 +275,7 @@ pub(crate) fn yield_for_budget() {
     if !unwinding {
         running.observe_stop();
     }
-    running.slot().state.yield_now(running.generation);
-    // SAFETY: the word is Queued.
+    // SAFETY: a yield (the word stays Running; see `switch_out`).
     unsafe { running.switch_out(SwitchReason::Yield) };
     if !unwinding {
         running.observe_stop();
@@ -314,8 +321,7 @@ pub fn check() {
 pub fn maybe_preempt() {
     if preemption_due() {
         let Some(running) = Running::get() else { return };
-        running.slot().state.yield_now(running.generation);
-        // SAFETY: the word is Queued.
+        // SAFETY: a yield (the word stays Running; see `switch_out`).
         unsafe { running.switch_out(SwitchReason::Yield) };
     }
 }

@@ -22,6 +22,8 @@
 //! claim         spawner        Vacant(g, e)                        Queued(g, e)
 //! claim_parked  spawner        Vacant(g, e)                        Parked(g, e)   (stackless)
 //! begin_run     worker         Queued(g, e)                        Running(g, e)
+//! resume        worker         Queued(g, e)                        Running(g, e)
+//!                              Running | RunningNotified (g, e)    unchanged (a yield)
 //! begin_wait    owner          Running | RunningNotified (g, e)    Running(g, e+1), returns e+1
 //! park          owner          Running(g, e)                       Parked(g, e)              Park::Parked
 //!                              RunningNotified(g, e)               Running(g, e)             Park::Notified
@@ -30,7 +32,6 @@
 //! unpark        request_stop   as unpark_at, whatever the epoch
 //! retire_wait   owner          Running | RunningNotified (g, e)    Running(g, e+1)
 //! clear_notify  owner          RunningNotified(g, e)               Running(g, e)
-//! yield_now     owner          Running | RunningNotified (g, e)    Queued(g, e)
 //! finish        owner          Running | RunningNotified (g, e)    Done(g, e)
 //! reclaim       finaliser      Done(g, e)                          Vacant(g+1, 0)
 //! ```
@@ -62,14 +63,25 @@
 //! a wake that lost the race). Transitions the running process makes on its
 //! own slot ([`begin_wait`](StateWord::begin_wait), [`park`](StateWord::park),
 //! [`retire_wait`](StateWord::retire_wait), [`clear_notify`](StateWord::clear_notify),
-//! [`yield_now`](StateWord::yield_now), [`finish`](StateWord::finish)) can only
+//! [`finish`](StateWord::finish)) can only
 //! fail on a runtime bug; they `debug_assert!` and, in release builds, leave
 //! the word untouched and return the answer that does not switch away.
 //!
 //! A wait is the span from `begin_wait` to `park` (or `retire_wait`). No
-//! `yield_now` may happen inside it: a wake stamped with the open epoch would
-//! find `Queued` and be rejected, and a landed notification would be dropped.
-//! Registration therefore runs with preemption disabled.
+//! yield may happen inside it: the process would not be parked when the
+//! wake lands, and the wake would be left as a notification for a later
+//! park. Registration therefore runs with preemption disabled.
+//!
+//! # A yield writes nothing
+//!
+//! A process that yields keeps its word `Running` (or `RunningNotified`):
+//! its worker puts it on its own ready queue, and [`StateWord::resume`]
+//! takes it off again without a write. Nothing else can queue it in
+//! between — a stamped wake needs an open wait, which a yield never has
+//! (its epoch has moved past every registration), and the stop's wildcard
+//! wake of a `Running` word only leaves a notification. So a yield costs
+//! no atomic read-modify-write at either end, and a process is still
+//! queued at most once.
 //!
 //! # Memory ordering
 //!
@@ -417,6 +429,24 @@ impl StateWord {
         })
     }
 
+    /// A worker took the pid off its ready queue and is about to switch to
+    /// it: `Queued(g, e)` → `Running(g, e)` for a woken or spawned process;
+    /// for one that yielded (still `Running` or `RunningNotified`, see the
+    /// module docs) the word is left as it is and no write is made.
+    ///
+    /// Rejected for any other state, or another generation: a runtime bug
+    /// (a duplicated or forged queue entry); the worker must not run it.
+    #[inline]
+    pub fn resume(&self, generation: u32) -> Result<Snapshot, Rejected> {
+        // Acquire, as a transition's: takes the writes of whoever queued
+        // the process, or (for a yield) of its own last run.
+        let current = self.snapshot();
+        match current.state() {
+            State::Running | State::RunningNotified if current.matches_generation(generation) => Ok(current),
+            _ => self.begin_run(generation).map_err(|rejected| Rejected { transition: "resume", ..rejected }),
+        }
+    }
+
     /// Owner only. Opens a wait: `Running(e)` or `RunningNotified(e)` →
     /// `Running(e+1)`, and returns `e+1`, the epoch every registration of this
     /// wait must carry.
@@ -507,14 +537,6 @@ impl StateWord {
         })
     }
 
-    /// Owner only. `Running(e)` or `RunningNotified(e)` → `Queued(e)`: the
-    /// process gives up the worker, which re-enqueues it. The epoch is kept;
-    /// a notification is dropped, which is sound only outside a wait (see the
-    /// module docs).
-    pub fn yield_now(&self, generation: u32) {
-        self.owner_step("yield_now", generation, State::Queued)
-    }
-
     /// Owner only. `Running` or `RunningNotified` → `Done(g)`: the process
     /// exited. Wakes from now on are `Stale`; the slot is reclaimed once the
     /// death notifications are out.
@@ -553,7 +575,7 @@ impl StateWord {
         })
     }
 
-    /// `yield_now` and `finish`: `Running` / `RunningNotified` → `to`, epoch kept.
+    /// `finish`: `Running` / `RunningNotified` → `to`, epoch kept.
     fn owner_step(&self, transition: &'static str, generation: u32, to: State) {
         self.transition(|current| {
             if current.matches_generation(generation) && current.state().is_running() {

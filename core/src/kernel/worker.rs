@@ -561,14 +561,14 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
 }
 
 /// Makes the stackful process in `slot` (at `index`, taken off a queue)
-/// the running one: `Queued` → `Running`, a fresh slice and budget, one
-/// more switch counted. Returns its body, whose context the caller loads
-/// next.
+/// the running one: `Queued` → `Running` (a process that yielded is still
+/// `Running`: no write), a fresh slice and budget, one more switch counted.
+/// Returns its body, whose context the caller loads next.
 #[inline]
 fn enter(core: &WorkerCore, shared: &Shared, slot: &crate::kernel::slab::Slot, index: u32) -> *mut SlotBody {
     let generation = slot.generation();
-    let began = slot.state.begin_run(generation);
-    debug_assert!(began.is_ok(), "ready queue held slot {index} that was not Queued");
+    let began = slot.state.resume(generation);
+    debug_assert!(began.is_ok(), "ready queue held slot {index} that was neither Queued nor yielded");
     core.current.running.set(Some((index, generation)));
     // A resumed process has no open wait: a park ended it, a yield never
     // had one.
@@ -601,7 +601,7 @@ fn switched_out(shared: &Shared, body: &mut SlotBody, pid: Pid) {
 }
 
 /// A direct hand-off from the running process, which is yielding (its word
-/// already `Queued`) or parking (`Parked`), to the next process of this
+/// still `Running`) or parking (`Parked`), to the next process of this
 /// worker's pass: does for the running process what `run` does after a
 /// switch back (its spawns become the newest batch, a yield goes to the
 /// back of the ready queue), makes the next one running, and returns the

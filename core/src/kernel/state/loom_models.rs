@@ -171,3 +171,33 @@ fn generation_check_is_atomic_with_every_transition() {
         assert_eq!(w.snapshot(), Snapshot::pack(NEW, epoch, State::Parked));
     });
 }
+
+/// A yield leaves the word `Running` while the process sits in its own
+/// worker's ready queue. A stop's wildcard wake and a stale stamped wake
+/// racing the worker's `resume` never queue it a second time, and the
+/// stop's notification survives the resume (the process observes it at
+/// its next wait). A `resume` that wrote `Running` over a yielded word
+/// would drop that notification; loom finds the order that shows it.
+#[test]
+fn a_yielded_process_is_queued_once_and_keeps_a_stop() {
+    loom::model(|| {
+        let w = running();
+        // The last wait before the yield, retired: its stamp is stale now.
+        let e = w.begin_wait(G);
+        assert!(!w.retire_wait(G));
+        let stop = {
+            let w = w.clone();
+            thread::spawn(move || w.unpark(G))
+        };
+        let stale = {
+            let w = w.clone();
+            thread::spawn(move || w.unpark_at(G, e))
+        };
+        // The worker takes the yielded process off its queue.
+        let resumed = w.resume(G).expect("a yielded word resumes");
+        assert!(matches!(resumed.state(), State::Running | State::RunningNotified));
+        assert_eq!(stop.join().unwrap(), Unpark::Notified, "the stop must not queue it again");
+        assert_eq!(stale.join().unwrap(), Unpark::Stale);
+        assert_eq!(w.snapshot().state(), State::RunningNotified, "the stop's notification was lost");
+    });
+}

@@ -227,12 +227,42 @@ fn clear_notify() {
 }
 
 #[test]
-fn yield_now_keeps_the_epoch() {
+fn resume_runs_a_queued_word_and_leaves_a_yielded_one() {
+    let w = word(G, 3, State::Queued);
+    assert_eq!(w.resume(G), Ok(snap(G, 3, State::Running)));
+    assert_eq!(w.snapshot(), snap(G, 3, State::Running));
+    // A yielded process kept its word: nothing is written, the epoch and a
+    // pending notification stay.
     for state in [State::Running, State::RunningNotified] {
         let w = word(G, 3, state);
-        w.yield_now(G);
-        assert_eq!(w.snapshot(), snap(G, 3, State::Queued));
+        assert_eq!(w.resume(G), Ok(snap(G, 3, state)));
+        assert_eq!(w.snapshot(), snap(G, 3, state));
     }
+}
+
+#[test]
+fn resume_rejects_what_no_ready_queue_holds() {
+    for state in [State::Vacant, State::Parked, State::Done] {
+        let w = word(G, 3, state);
+        assert!(w.resume(G).is_err(), "{state:?}");
+        assert_eq!(w.snapshot(), snap(G, 3, state), "{state:?} untouched");
+    }
+    let w = word(G, 3, State::Queued);
+    assert!(w.resume(G + 1).is_err(), "another generation");
+    assert_eq!(w.snapshot(), snap(G, 3, State::Queued));
+}
+
+#[test]
+fn a_yielded_process_cannot_be_queued_again() {
+    // A yield leaves the word Running, with no wait open: a stale stamped
+    // wake dies, and the stop's wildcard wake leaves a notification
+    // instead of a second queue entry.
+    let w = word(G, 3, State::Running);
+    let e = w.begin_wait(G);
+    assert!(!w.retire_wait(G), "no wake had landed");
+    assert_eq!(w.unpark_at(G, e), Unpark::Stale);
+    assert_eq!(w.unpark(G), Unpark::Notified);
+    assert_eq!(w.resume(G).map(|s| s.state()), Ok(State::RunningNotified));
 }
 
 #[test]
@@ -317,9 +347,8 @@ fn a_whole_life() {
     let e = w.begin_wait(G);
     assert_eq!(w.unpark_at(G, e), Unpark::Notified);
     assert_eq!(w.park(G), Park::Notified);
-    // A yield.
-    w.yield_now(G);
-    w.begin_run(G).unwrap();
+    // A yield: the word stays Running, and its worker resumes it.
+    assert_eq!(w.resume(G).map(|s| s.state()), Ok(State::Running));
     w.finish(G);
     assert_eq!(w.reclaim(G), Ok(snap(G + 1, 0, State::Vacant)));
 }
@@ -354,13 +383,6 @@ fn clear_notify_while_parked_is_a_bug() {
 
 #[test]
 #[cfg(debug_assertions)]
-#[should_panic(expected = "owner-only `yield_now`")]
-fn yield_now_while_queued_is_a_bug() {
-    word(G, 3, State::Queued).yield_now(G);
-}
-
-#[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "owner-only `finish`")]
 fn finish_twice_is_a_bug() {
     word(G, 3, State::Done).finish(G);
@@ -376,7 +398,6 @@ fn owner_bugs_write_nothing_in_release() {
     assert_eq!(w.begin_wait(G), 3);
     assert!(!w.retire_wait(G));
     assert!(!w.clear_notify(G));
-    w.yield_now(G);
     w.finish(G);
     assert_eq!(w.park(G + 1), Park::Notified);
     assert_eq!(w.snapshot(), snap(G, 3, State::Queued));
