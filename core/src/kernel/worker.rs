@@ -218,6 +218,17 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&WorkerCore) -> R) -> Option<R> {
     Some(f(unsafe { core_ref(core) }))
 }
 
+/// The core of the worker record `here`, if the thread drives a worker.
+#[inline]
+pub(crate) fn core_in(here: &current::Here) -> Option<&WorkerCore> {
+    // The registered pointer is a core's address (see `core_ptr`).
+    let core = here.ptr()?.cast::<WorkerCore>();
+    // SAFETY: `here` is kept only in the frames of the code that looked it
+    // up, which run inside that worker's passes (see `Here`), and the
+    // reference lives no longer than the borrow of `here`.
+    Some(unsafe { core_ref(core) })
+}
+
 /// The core behind a pointer that [`core_ptr`] returned.
 ///
 /// # Safety
