@@ -96,9 +96,11 @@ impl Running {
         Pid::from_parts(self.index, self.generation)
     }
 
-    /// A counted handle to the process's runtime.
-    pub(crate) fn shared_arc(&self) -> Arc<Shared> {
-        self.core().shared.clone()
+    /// A counted handle to the process's runtime for a registration: one
+    /// of its worker's spares if it has one (see `WorkerCore::keep_handle`).
+    #[inline]
+    fn registration_handle(&self) -> Arc<Shared> {
+        self.core().runtime_handle()
     }
 
     /// Switches from the running process to the next process of its
@@ -363,6 +365,17 @@ impl Waker {
     pub(crate) fn wake_in(&self, here: Here) -> bool {
         self.shared.unpark_at_in(self.pid, self.epoch, here)
     }
+    /// [`wake_in`](Self::wake_in) by a registration that is used up: the
+    /// handle it holds becomes a spare of the waking worker if that worker
+    /// is of the same runtime (see `WorkerCore::keep_handle`).
+    #[inline]
+    pub(crate) fn wake_last_in(self, here: Here) -> bool {
+        let landed = self.wake_in(here);
+        if let Some(core) = worker::core_in(&here) {
+            core.keep_handle(self.shared);
+        }
+        landed
+    }
     /// Whether `self` and `other` belong to the same runtime.
     pub fn same_runtime(&self, other: &Waker) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -386,7 +399,7 @@ pub fn begin_wait_at(site: WaitSite) -> Result<Waker, NotInProcess> {
     let epoch = slot.state.begin_wait(running.generation);
     running.observe_stop();
     running.core().current.wait_open.set(true);
-    Ok(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
+    Ok(Waker { shared: running.registration_handle(), pid: running.pid(), epoch })
 }
 
 /// [`begin_wait_at`] without a counted handle to the runtime: returns the
@@ -418,14 +431,14 @@ pub(crate) fn open_wait_unobserved(here: Here, site: WaitSite) -> Option<Waker> 
     slot.record_wait(site);
     let epoch = slot.state.begin_wait(running.generation);
     running.core().current.wait_open.set(true);
-    Some(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
+    Some(Waker { shared: running.registration_handle(), pid: running.pid(), epoch })
 }
 
 /// A waker for the wait `epoch` of `pid` if `pid` is the calling process,
 /// with a counted handle to its runtime; `None` from anywhere else.
 pub(crate) fn waker_of_running(pid: Pid, epoch: u32) -> Option<Waker> {
     let running = Running::get()?;
-    (running.pid() == pid).then(|| Waker { shared: running.shared_arc(), pid, epoch })
+    (running.pid() == pid).then(|| Waker { shared: running.registration_handle(), pid, epoch })
 }
 
 /// Observation point for `request_stop` in the calling process (found

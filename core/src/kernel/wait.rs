@@ -69,12 +69,15 @@ impl Waiter {
         }
     }
 
-    /// [`wake`](Self::wake) from the worker record `here` the caller
-    /// already looked up.
+    /// [`wake`](Self::wake) by a registration that is used up (it is
+    /// consumed), from the worker record `here` the caller looked up: a
+    /// process's registration leaves its runtime handle to
+    /// the waking worker, which saves the next registration made there a
+    /// reference-count update.
     #[inline]
-    pub(crate) fn wake_in(&self, here: Here) -> bool {
-        match &self.0 {
-            Kind::Process(waker) => waker.wake_in(here),
+    pub(crate) fn wake_last_in(self, here: Here) -> bool {
+        match self.0 {
+            Kind::Process(waker) => waker.wake_last_in(here),
             _ => self.wake(),
         }
     }

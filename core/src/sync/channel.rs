@@ -97,11 +97,11 @@ impl Wakes {
             Wakes::None => {}
             Wakes::Blocked(wakers) => {
                 for waker in wakers {
-                    waker.wake_in(here);
+                    waker.wake_last_in(here);
                 }
             }
             Wakes::Offerer(waker) => {
-                waker.wake_in(here);
+                waker.wake_last_in(here);
             }
         }
     }
@@ -723,7 +723,7 @@ impl<T: Send> Sender<T> {
         };
         drop(inner);
         if let Some(waker) = waiter {
-            waker.wake_in(here);
+            waker.wake_last_in(here);
         }
         Ok(())
     }
