@@ -40,7 +40,11 @@
 //! 1. **Every change is one CAS whose precondition is checked inside the CAS
 //!    loop**, against the very value the CAS replaces. The generation check is
 //!    therefore atomic with every transition: an operation stamped with a stale
-//!    generation cannot touch the slot's next incarnation.
+//!    generation cannot touch the slot's next incarnation. The one exception
+//!    is `begin_run`, a load and a store: a `Queued` word has a single writer
+//!    (no other transition's precondition accepts `Queued`, so every other
+//!    party that reads it changes nothing), and that writer is the worker
+//!    that took the pid off its queue.
 //! 2. **At most one wake lands per wait.** A stamped wake ([`StateWord::unpark_at`])
 //!    lands only on `Parked(e)` or `Running(e)` with a matching epoch, and
 //!    landing bumps the epoch; a second wake with the same stamp finds `e+1`
@@ -407,14 +411,20 @@ impl StateWord {
     /// Since a process is enqueued at most once, a rejection is a runtime bug
     /// (a duplicated or forged queue entry); the worker must not run the process.
     pub fn begin_run(&self, generation: u32) -> Result<Snapshot, Rejected> {
-        self.transition(|current| {
-            if current.is(generation, State::Queued) {
-                let next = current.with_state(State::Running);
-                Ok((next, Ok(next)))
-            } else {
-                Err(Err(Rejected { transition: "begin_run", generation, found: current }))
-            }
-        })
+        // Acquire: takes the writes of the transition that queued the
+        // process (its spawn, its wake, its yield).
+        let current = self.snapshot();
+        if !current.is(generation, State::Queued) {
+            return Err(Rejected { transition: "begin_run", generation, found: current });
+        }
+        let next = current.with_state(State::Running);
+        // No CAS: nothing but this transition writes a `Queued` word (every
+        // other one rejects it without writing), and only the worker that
+        // took the pid off its queue makes it, so the word is still
+        // `current`. Release: a waker that finds the process `Running`
+        // acquires this store in its CAS, with the writes before it.
+        self.word.store(next.0, Ordering::Release);
+        Ok(next)
     }
 
     /// Owner only. Opens a wait: `Running(e)` or `RunningNotified(e)` →

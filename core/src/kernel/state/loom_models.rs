@@ -171,3 +171,38 @@ fn generation_check_is_atomic_with_every_transition() {
         assert_eq!(w.snapshot(), Snapshot::pack(NEW, epoch, State::Parked));
     });
 }
+
+/// `begin_run` is a load and a store, not a CAS: sound only while nothing
+/// else writes a `Queued` word. A wake racing the resume (a duplicate of the
+/// wake that queued the process, and a stop's wildcard wake) either finds
+/// `Queued` and changes nothing, or finds `Running` and its notification
+/// stays in the word.
+#[test]
+fn begin_run_racing_wakes_keeps_their_notification() {
+    loom::model(|| {
+        let w = running();
+        let e = w.begin_wait(G);
+        assert_eq!(w.park(G), Park::Parked);
+        assert_eq!(w.unpark_at(G, e), Unpark::Enqueue);
+        let racer = {
+            let w = w.clone();
+            thread::spawn(move || (w.unpark_at(G, e), w.unpark(G)))
+        };
+
+        // The worker resumes the process it took off its queue.
+        let began = w.begin_run(G).unwrap();
+        assert_eq!(began.state(), State::Running);
+
+        let (stamped, wildcard) = racer.join().unwrap();
+        assert_eq!(stamped, Unpark::Stale, "the stamp was consumed by the wake that queued it");
+        assert_ne!(wildcard, Unpark::Enqueue, "a running process was enqueued");
+        // Every wake that landed moved the epoch on, and no write was lost
+        // to the resume's store.
+        let landed = [stamped, wildcard].iter().filter(|r| **r != Unpark::Stale).count() as u32;
+        let end = w.snapshot();
+        assert_eq!(end.epoch(), e + 1 + landed, "a landed wake was overwritten: word {end}");
+        if wildcard == Unpark::Notified {
+            assert_eq!(end.state(), State::RunningNotified);
+        }
+    });
+}
