@@ -425,11 +425,15 @@ pub(crate) fn open_wait(site: WaitSite, observe: bool) -> Option<(Pid, u32)> {
 /// record `here`, returning the wait's waker, to register under the lock
 /// the caller holds.
 #[inline]
+///
+/// The wait may reuse the word's epoch (`StateWord::begin_wait_reusing`):
+/// a wake may then come from a registration of an earlier wait that was
+/// opened and never ended, so the caller must take a wake as "look again".
 pub(crate) fn open_wait_unobserved(here: Here, site: WaitSite) -> Option<Waker> {
     let running = Running::get_in(here)?;
     let slot = running.slot();
     slot.record_wait(site);
-    let epoch = slot.state.begin_wait(running.generation);
+    let epoch = slot.state.begin_wait_reusing(running.generation);
     running.core().current.wait_open.set(true);
     Some(Waker { shared: running.registration_handle(), pid: running.pid(), epoch })
 }

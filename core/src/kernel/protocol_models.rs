@@ -107,8 +107,9 @@ fn sender_racing_receiver_park() {
 }
 
 /// `Receiver::recv` in a process: one lock per look. The look that finds
-/// nothing opens the wait and registers it under the same lock, and the
-/// stop observation (not modelled: no stop here) comes after the lock.
+/// nothing opens the wait (on the word's own epoch when it can) and
+/// registers it under the same lock, and the stop observation (not
+/// modelled: no stop here) comes after the lock.
 #[test]
 fn sender_racing_receiver_open_under_lock() {
     loom::model(|| {
@@ -124,7 +125,7 @@ fn sender_racing_receiver_open_under_lock() {
                 if let Some(v) = c.queue.pop_front() {
                     break v;
                 }
-                c.receiver = Some(word.begin_wait(G));
+                c.receiver = Some(word.begin_wait_reusing(G));
             }
             park(&word);
         };

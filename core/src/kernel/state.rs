@@ -23,6 +23,8 @@
 //! claim_parked  spawner        Vacant(g, e)                        Parked(g, e)   (stackless)
 //! begin_run     worker         Queued(g, e)                        Running(g, e)
 //! begin_wait    owner          Running | RunningNotified (g, e)    Running(g, e+1), returns e+1
+//! begin_wait_   owner          Running(g, e)                       unchanged, returns e
+//!   reusing                    RunningNotified (g, e)              as begin_wait
 //! park          owner          Running(g, e)                       Parked(g, e)              Park::Parked
 //!                              RunningNotified(g, e)               Running(g, e)             Park::Notified
 //! unpark_at     waker (g, e)   Parked(g, e)                        Queued(g, e+1)            Unpark::Enqueue
@@ -440,6 +442,27 @@ impl StateWord {
     /// re-observes the stop flag after `begin_wait` and before parking.
     pub fn begin_wait(&self, generation: u32) -> u32 {
         self.open_epoch(generation, "begin_wait").0
+    }
+
+    /// Owner only. Opens a wait like [`begin_wait`](Self::begin_wait), but
+    /// on `Running(e)` without writing the word: the wait takes `e` itself.
+    /// On anything else (a notification present) it is `begin_wait`.
+    ///
+    /// Sound because every wait ends by moving the epoch on: the wake that
+    /// lands consumes it (whether it parks or leaves `RunningNotified`), and
+    /// [`retire_wait`](Self::retire_wait) bumps it. So the epoch of a
+    /// `Running` word is that of no open wait, and every registration made
+    /// before with a stamp still matching it is from a wait opened with
+    /// `begin_wait` and never ended — which only the public `begin_wait`
+    /// can leave (a misuse). Such a registration may then wake the new wait
+    /// instead: callers must treat a wake as "look again", as the channel's
+    /// receive loop does.
+    pub fn begin_wait_reusing(&self, generation: u32) -> u32 {
+        let current = self.snapshot();
+        if current.is(generation, State::Running) {
+            return current.epoch();
+        }
+        self.begin_wait(generation)
     }
 
     /// Owner only. Ends the current wait: `Running(g, e)` → `Parked(g, e)` and

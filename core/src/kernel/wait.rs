@@ -210,11 +210,15 @@ impl Wait {
     /// Opens a wait for the running process under the runtime lock the
     /// caller holds, with its registration: [`begin_at`](Self::begin_at)
     /// without observing a stop, which nothing may raise under a lock.
-    /// The caller releases the lock, then calls
-    /// [`observe_stop`](Self::observe_stop) before it parks. `None` outside
-    /// a process (a plain thread opens its wait with `begin_at`, before any
-    /// lock).
-    /// `here` is the worker record the caller looked up.
+    /// The caller releases the lock, then ends the wait with
+    /// [`observe_and_park_in`](Self::observe_and_park_in) (or retires it).
+    /// `None` outside a process (a plain thread opens its wait with
+    /// `begin_at`, before any lock). `here` is the worker record the caller
+    /// looked up.
+    ///
+    /// The wait may take the epoch the process's word already holds (see
+    /// `StateWord::begin_wait_reusing`): the caller must take every wake
+    /// as "look again".
     #[inline]
     pub(crate) fn begin_locked(here: Here, site: WaitSite) -> Option<(Wait, Waiter)> {
         let waker = process::open_wait_unobserved(here, site)?;

@@ -206,3 +206,39 @@ fn begin_run_racing_wakes_keeps_their_notification() {
         }
     });
 }
+
+/// A wait that reuses the word's epoch (`begin_wait_reusing`) racing a
+/// stop's wildcard wake and its own waker: the wait still ends with its
+/// epoch consumed, so no registration of it can land once it is over.
+#[test]
+fn reused_epoch_wait_ends_consumed() {
+    loom::model(|| {
+        let w = running();
+        let (tx, rx) = loom::sync::mpsc::channel::<u32>();
+        let stopper = {
+            let w = w.clone();
+            thread::spawn(move || w.unpark(G))
+        };
+        let waker = {
+            let w = w.clone();
+            thread::spawn(move || {
+                let e = rx.recv().unwrap();
+                w.unpark_at(G, e)
+            })
+        };
+
+        // A yield, so the stop's wake is also explored landing before the
+        // wait opens (loom does not otherwise preempt this thread first).
+        thread::yield_now();
+        let e = w.begin_wait_reusing(G);
+        tx.send(e).unwrap();
+        if w.park(G) == Park::Parked {
+            run_once_queued(&w);
+        }
+        // The wait is over.
+        let after = w.snapshot();
+        assert_ne!(after.epoch(), e, "a wait ended with its epoch still live: word {after}");
+        let _ = (stopper.join().unwrap(), waker.join().unwrap());
+        assert!(w.snapshot().epoch() != e);
+    });
+}
