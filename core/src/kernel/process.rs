@@ -9,7 +9,9 @@
 //! registration it left behind is stale. Every wake is stamped with the
 //! wait's epoch and consumes it, so at most one wake lands per wait and a
 //! stale registration is one failed CAS. The only wildcard wake is
-//! `request_stop`, and it is terminal.
+//! `request_stop`, and it is terminal. (A wait may also be opened under a
+//! lock without observing a stop, `open_wait_unobserved`, if the stop is
+//! observed after the lock is released and before the park.)
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;

@@ -7,6 +7,12 @@
 //! so every registration it left is stale. Every waiter wakes its wait at
 //! most once, and a wake that comes after the wait is over fails harmlessly.
 //!
+//! The one exception to "before any lock" is a process's wait opened with
+//! `Wait::begin_locked`, under the lock of a look that found nothing (the
+//! channel's receive): the opening leaves out the stop observation, which
+//! could unwind under the lock, and `Wait::observe_and_park_in` makes it
+//! after the lock is released, before the park.
+//!
 //! Inside a process the wait is the process's own: epoch-stamped, no
 //! allocation, the process parks and its worker runs others (see
 //! [`process::begin_wait`]). On a plain thread — `main`, a thread of your
