@@ -64,7 +64,13 @@ pub const DEFAULT_COOP_BUDGET: u32 = 128;
 /// yield.
 #[inline]
 pub fn spend() {
-    let exhausted = current::with(|record| match record.coop_budget.get() {
+    spend_in(current::Here::get());
+}
+
+/// [`spend`] on the worker record `here` the caller already looked up.
+#[inline]
+pub(crate) fn spend_in(here: current::Here) {
+    let exhausted = here.record().map(|record| match record.coop_budget.get() {
         // Disabled (or, on the driver between processes, spent down: the
         // next resume refills it).
         0 => false,

@@ -113,6 +113,43 @@ pub(crate) fn registered() -> Option<NonNull<Current>> {
     NonNull::new((hooks.get_current)().cast::<Current>())
 }
 
+/// The calling thread's worker record, looked up once for a run of
+/// runtime operations (a send: its budget, its lock, its wake) instead of
+/// once per operation: each lookup is a call through the host's
+/// current-worker hook.
+///
+/// Kept only in the frames of the code that looked it up, like the
+/// references [`record_ref`] gives: on a worker's driver that code runs
+/// inside the pass; in a process it runs only inside its worker's passes
+/// (a process stays on the worker it was spawned on, whose core does not
+/// move), across its parks and yields included. `None` on a thread that
+/// drives no worker.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Here(Option<NonNull<Current>>);
+
+impl Here {
+    /// The calling thread's worker record now.
+    #[inline]
+    pub(crate) fn get() -> Here {
+        Here(registered())
+    }
+
+    /// The registered pointer, if any.
+    #[inline]
+    pub(crate) fn ptr(self) -> Option<NonNull<Current>> {
+        self.0
+    }
+
+    /// The record, if the thread drives a worker.
+    #[inline]
+    pub(crate) fn record(&self) -> Option<&Current> {
+        // SAFETY: the pointer came from `registered` in the frames holding
+        // `self`, which run only inside that worker's passes (see the type's
+        // doc), so `record_ref`'s contract holds for the borrow of `self`.
+        self.0.map(|record| unsafe { record_ref(record) })
+    }
+}
+
 /// Runs `f` as the code of handler actor `pid` (see [`handling_actor`]):
 /// the record says so until `f` returns. `f` must not unwind (the actor
 /// layer runs handler code under the host's `catch_panic`).

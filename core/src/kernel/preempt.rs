@@ -36,6 +36,16 @@ impl NoPreempt {
         }
         NoPreempt { record }
     }
+
+    /// [`new`](Self::new) on the worker record `here` the caller already
+    /// looked up.
+    #[inline]
+    pub(crate) fn in_here(here: current::Here) -> NoPreempt {
+        if let Some(record) = here.record() {
+            record.preempt.disable();
+        }
+        NoPreempt { record: here.ptr() }
+    }
 }
 
 impl Drop for NoPreempt {

@@ -9,7 +9,9 @@
 //! registration it left behind is stale. Every wake is stamped with the
 //! wait's epoch and consumes it, so at most one wake lands per wait and a
 //! stale registration is one failed CAS. The only wildcard wake is
-//! `request_stop`, and it is terminal.
+//! `request_stop`, and it is terminal. (A wait may also be opened under a
+//! lock without observing a stop, `open_wait_unobserved`, if the stop is
+//! observed after the lock is released and before the park.)
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -21,6 +23,7 @@ use smarm_arch::{Arch, Native};
 
 use crate::kernel::asan;
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current::Here;
 use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::NotInProcess;
 use crate::kernel::exit::ExitReason;
@@ -51,7 +54,14 @@ impl Running {
     /// The running process of this thread's current worker, if any.
     #[inline]
     pub(crate) fn get() -> Option<Running> {
-        let core = worker::core_ptr()?;
+        Running::get_in(Here::get())
+    }
+
+    /// [`get`](Self::get) on the worker record `here` the caller already
+    /// looked up.
+    #[inline]
+    pub(crate) fn get_in(here: Here) -> Option<Running> {
+        let core = here.ptr()?.cast::<WorkerCore>();
         // SAFETY: from `core_ptr`; a `Running` lives only in the frames of
         // the process it names, which run inside their worker's pass.
         let (index, generation) = unsafe { worker::core_ref(core) }.current.running.get()?;
@@ -88,9 +98,11 @@ impl Running {
         Pid::from_parts(self.index, self.generation)
     }
 
-    /// A counted handle to the process's runtime.
-    pub(crate) fn shared_arc(&self) -> Arc<Shared> {
-        self.core().shared.clone()
+    /// A counted handle to the process's runtime for a registration: one
+    /// of its worker's spares if it has one (see `WorkerCore::keep_handle`).
+    #[inline]
+    fn registration_handle(&self) -> Arc<Shared> {
+        self.core().runtime_handle()
     }
 
     /// Switches from the running process to the next process of its
@@ -355,6 +367,23 @@ impl Waker {
     pub fn wake(&self) -> bool {
         self.shared.unpark_at(self.pid, self.epoch)
     }
+    /// [`wake`](Self::wake) from the worker record `here` the caller
+    /// already looked up.
+    #[inline]
+    pub(crate) fn wake_in(&self, here: Here) -> bool {
+        self.shared.unpark_at_in(self.pid, self.epoch, here)
+    }
+    /// [`wake_in`](Self::wake_in) by a registration that is used up: the
+    /// handle it holds becomes a spare of the waking worker if that worker
+    /// is of the same runtime (see `WorkerCore::keep_handle`).
+    #[inline]
+    pub(crate) fn wake_last_in(self, here: Here) -> bool {
+        let landed = self.wake_in(here);
+        if let Some(core) = worker::core_in(&here) {
+            core.keep_handle(self.shared);
+        }
+        landed
+    }
     /// Whether `self` and `other` belong to the same runtime.
     pub fn same_runtime(&self, other: &Waker) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -378,7 +407,60 @@ pub fn begin_wait_at(site: WaitSite) -> Result<Waker, NotInProcess> {
     let epoch = slot.state.begin_wait(running.generation);
     running.observe_stop();
     running.core().current.wait_open.set(true);
-    Ok(Waker { shared: running.shared_arc(), pid: running.pid(), epoch })
+    Ok(Waker { shared: running.registration_handle(), pid: running.pid(), epoch })
+}
+
+/// [`begin_wait_at`] without a counted handle to the runtime: returns the
+/// wait's pid and epoch. With `observe` false it does not observe a stop,
+/// so it may be called under a runtime lock (nothing may unwind there);
+/// the caller must then call [`observe_stop`] after releasing the lock and
+/// before it parks, since the opening ate any wildcard notification a stop
+/// request left. `None` outside a process.
+#[inline]
+pub(crate) fn open_wait(site: WaitSite, observe: bool) -> Option<(Pid, u32)> {
+    let running = Running::get()?;
+    let slot = running.slot();
+    slot.record_wait(site);
+    let epoch = slot.state.begin_wait(running.generation);
+    if observe {
+        running.observe_stop();
+    }
+    running.core().current.wait_open.set(true);
+    Some((running.pid(), epoch))
+}
+
+/// [`open_wait`] without observing a stop (see there), on the worker
+/// record `here`, returning the wait's waker, to register under the lock
+/// the caller holds.
+#[inline]
+///
+/// The wait may reuse the word's epoch (`StateWord::begin_wait_reusing`):
+/// a wake may then come from a registration of an earlier wait that was
+/// opened and never ended, so the caller must take a wake as "look again".
+pub(crate) fn open_wait_unobserved(here: Here, site: WaitSite) -> Option<Waker> {
+    let running = Running::get_in(here)?;
+    let slot = running.slot();
+    slot.record_wait(site);
+    let epoch = slot.state.begin_wait_reusing(running.generation);
+    running.core().current.wait_open.set(true);
+    Some(Waker { shared: running.registration_handle(), pid: running.pid(), epoch })
+}
+
+/// A waker for the wait `epoch` of `pid` if `pid` is the calling process,
+/// with a counted handle to its runtime; `None` from anywhere else.
+pub(crate) fn waker_of_running(pid: Pid, epoch: u32) -> Option<Waker> {
+    let running = Running::get()?;
+    (running.pid() == pid).then(|| Waker { shared: running.registration_handle(), pid, epoch })
+}
+
+/// Observation point for `request_stop` in the calling process (found
+/// through the worker record `here` the caller looked up): raises a pending
+/// stop the first time it is seen. Outside a process it does nothing.
+#[inline]
+pub(crate) fn observe_stop_in(here: Here) {
+    if let Some(running) = Running::get_in(here) {
+        running.observe_stop();
+    }
 }
 
 /// Ends the current wait without parking: every registration it made is
@@ -402,7 +484,13 @@ pub(crate) fn retire_wait_quietly() {
 /// epoch lands (or a stop is requested, which raises on wake-up). Returns
 /// at once if that wake already landed. Outside a process it does nothing.
 pub fn park() {
-    let Some(running) = Running::get() else { return };
+    park_in(Here::get());
+}
+
+/// [`park`] on the worker record `here` the caller already looked up.
+#[inline]
+pub(crate) fn park_in(here: Here) {
+    let Some(running) = Running::get_in(here) else { return };
     running.core().current.wait_open.set(false);
     match running.slot().state.park(running.generation) {
         // SAFETY: the word is Parked.
@@ -416,11 +504,16 @@ pub fn park() {
 /// at `deadline` (a `WaitTimeout`). Timers are never cancelled: if the
 /// wait ends another way first, the timer fires as a stale no-op.
 pub fn wake_at(waker: &Waker, deadline: Instant) -> Result<(), NotInProcess> {
-    arm_timer(waker, deadline, TimerReason::WaitTimeout)
+    arm_timer(waker.pid, waker.epoch, deadline, TimerReason::WaitTimeout)
+}
+
+/// [`wake_at`] for the wait `epoch` of `pid`.
+pub(crate) fn wake_wait_at(pid: Pid, epoch: u32, deadline: Instant) -> Result<(), NotInProcess> {
+    arm_timer(pid, epoch, deadline, TimerReason::WaitTimeout)
 }
 
 /// Pushes a timer onto the current worker's heap.
-fn arm_timer(waker: &Waker, deadline: Instant, reason: TimerReason) -> Result<(), NotInProcess> {
+fn arm_timer(pid: Pid, epoch: u32, deadline: Instant, reason: TimerReason) -> Result<(), NotInProcess> {
     worker::with_core(|core| {
         if core.current.running.get().is_none() {
             return Err(NotInProcess);
@@ -428,7 +521,7 @@ fn arm_timer(waker: &Waker, deadline: Instant, reason: TimerReason) -> Result<()
         // Not preempted while the heap grows: the worker pops it between
         // runs.
         core.current.preempt.disable();
-        core.timers.borrow_mut().push(deadline.as_nanos(), waker.pid, waker.epoch, reason);
+        core.timers.borrow_mut().push(deadline.as_nanos(), pid, epoch, reason);
         core.current.preempt.enable();
         Ok(())
     })
@@ -438,8 +531,8 @@ fn arm_timer(waker: &Waker, deadline: Instant, reason: TimerReason) -> Result<()
 /// Parks the calling process until `deadline`.
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Result<(), NotInProcess> {
-    let waker = begin_wait_at(WaitSite::here(WaitKind::Sleep))?;
-    arm_timer(&waker, deadline, TimerReason::Sleep)?;
+    let (pid, epoch) = open_wait(WaitSite::here(WaitKind::Sleep), true).ok_or(NotInProcess)?;
+    arm_timer(pid, epoch, deadline, TimerReason::Sleep)?;
     park();
     Ok(())
 }

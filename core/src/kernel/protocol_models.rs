@@ -12,6 +12,9 @@
 //! - `sender_racing_receiver_park`: a message sent while the receiver is
 //!   between registering and parking is never lost, and the receiver ends up
 //!   with it.
+//! - `sender_racing_receiver_open_under_lock`: the same with the wait
+//!   opened under the lock of the look that found nothing, as a process's
+//!   `recv` does.
 //! - `select_racing_two_senders`: two senders racing into both arms of a
 //!   select wake it exactly once; the losing arm's registration cannot wake
 //!   the process's next wait.
@@ -93,6 +96,36 @@ fn sender_racing_receiver_park() {
                     break v;
                 }
                 c.receiver = Some(epoch);
+            }
+            park(&word);
+        };
+        assert_eq!(got, 42);
+        sender.join().unwrap();
+        // The process is running and owes nothing: no stray notification.
+        assert!(!word.clear_notify(G));
+    });
+}
+
+/// `Receiver::recv` in a process: one lock per look. The look that finds
+/// nothing opens the wait (on the word's own epoch when it can) and
+/// registers it under the same lock, and the stop observation (not
+/// modelled: no stop here) comes after the lock.
+#[test]
+fn sender_racing_receiver_open_under_lock() {
+    loom::model(|| {
+        let word = process();
+        let ch = chan();
+        let sender = {
+            let (word, ch) = (word.clone(), ch.clone());
+            thread::spawn(move || send(&ch, &word, 42))
+        };
+        let got = loop {
+            {
+                let mut c = ch.lock();
+                if let Some(v) = c.queue.pop_front() {
+                    break v;
+                }
+                c.receiver = Some(word.begin_wait_reusing(G));
             }
             park(&word);
         };

@@ -26,6 +26,7 @@ use smarm_platform::{Nanos, ParkToken, Platform, Stack};
 
 use crate::kernel::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::kernel::config::{Config, ConfigError};
+use crate::kernel::current::Here;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::extension::Extensions;
@@ -564,6 +565,21 @@ impl Shared {
         }
     }
 
+    /// [`unpark_at`](Self::unpark_at) from the worker record `here` the
+    /// caller already looked up.
+    #[inline]
+    pub(crate) fn unpark_at_in(&self, pid: Pid, epoch: u32, here: Here) -> bool {
+        let Some(slot) = self.slot(pid.index()) else { return false };
+        match slot.state.unpark_at(pid.generation(), epoch) {
+            Unpark::Enqueue => {
+                self.enqueue_in(slot, pid.index(), here);
+                true
+            }
+            Unpark::Notified => true,
+            Unpark::Stale => false,
+        }
+    }
+
     /// The wildcard wake, for `request_stop` only.
     pub(super) fn unpark_for_stop(&self, pid: Pid) {
         let Some(slot) = self.slot(pid.index()) else { return };
@@ -575,18 +591,22 @@ impl Shared {
     /// Puts a process that just became `Queued` on its worker's queue: the
     /// local ready queue when we are its driver, else its wake ring.
     pub(super) fn enqueue(&self, slot: &Slot, index: u32) {
+        self.enqueue_in(slot, index, Here::get());
+    }
+
+    /// [`enqueue`](Self::enqueue) from the worker record `here` the caller
+    /// already looked up.
+    #[inline]
+    pub(super) fn enqueue_in(&self, slot: &Slot, index: u32, here: Here) {
         let worker = slot.worker.load(Ordering::Relaxed);
-        let local = worker::with_core(|core| {
-            core.is(self, worker) && {
+        if let Some(core) = worker::core_in(&here) {
+            if core.is(self, worker) {
                 core.push_ready(index);
-                true
+                return;
             }
-        });
-        if local == Some(true) {
-            return;
         }
         // Preemption disabled across the push (see `route_spawn`).
-        let _np = NoPreempt::new();
+        let _np = NoPreempt::in_here(here);
         self.workers[worker].wake.push(&self.slots, index);
         self.signal(worker);
     }

@@ -129,6 +129,15 @@ impl<T> RuntimeMutex<T> {
         RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: no_preempt }
     }
 
+    /// [`lock`](Self::lock) on the worker record `here` the caller already
+    /// looked up.
+    #[inline]
+    pub(crate) fn lock_in(&self, here: crate::kernel::current::Here) -> RuntimeGuard<'_, T> {
+        let no_preempt = NoPreempt::in_here(here);
+        preempt::note_lock_acquired(self.class);
+        RuntimeGuard { guard: self.inner.lock(), class: self.class, _preempt: no_preempt }
+    }
+
     /// Mutable access without locking.
     pub fn get_mut(&mut self) -> &mut T {
         self.inner.get_mut()

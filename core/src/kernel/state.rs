@@ -25,6 +25,8 @@
 //! resume        worker         Queued(g, e)                        Running(g, e)
 //!                              Running | RunningNotified (g, e)    unchanged (a yield)
 //! begin_wait    owner          Running | RunningNotified (g, e)    Running(g, e+1), returns e+1
+//! begin_wait_   owner          Running(g, e)                       unchanged, returns e
+//!   reusing                    RunningNotified (g, e)              as begin_wait
 //! park          owner          Running(g, e)                       Parked(g, e)              Park::Parked
 //!                              RunningNotified(g, e)               Running(g, e)             Park::Notified
 //! unpark_at     waker (g, e)   Parked(g, e)                        Queued(g, e+1)            Unpark::Enqueue
@@ -41,7 +43,11 @@
 //! 1. **Every change is one CAS whose precondition is checked inside the CAS
 //!    loop**, against the very value the CAS replaces. The generation check is
 //!    therefore atomic with every transition: an operation stamped with a stale
-//!    generation cannot touch the slot's next incarnation.
+//!    generation cannot touch the slot's next incarnation. The one exception
+//!    is `begin_run`, a load and a store: a `Queued` word has a single writer
+//!    (no other transition's precondition accepts `Queued`, so every other
+//!    party that reads it changes nothing), and that writer is the worker
+//!    that took the pid off its queue.
 //! 2. **At most one wake lands per wait.** A stamped wake ([`StateWord::unpark_at`])
 //!    lands only on `Parked(e)` or `Running(e)` with a matching epoch, and
 //!    landing bumps the epoch; a second wake with the same stamp finds `e+1`
@@ -419,14 +425,20 @@ impl StateWord {
     /// Since a process is enqueued at most once, a rejection is a runtime bug
     /// (a duplicated or forged queue entry); the worker must not run the process.
     pub fn begin_run(&self, generation: u32) -> Result<Snapshot, Rejected> {
-        self.transition(|current| {
-            if current.is(generation, State::Queued) {
-                let next = current.with_state(State::Running);
-                Ok((next, Ok(next)))
-            } else {
-                Err(Err(Rejected { transition: "begin_run", generation, found: current }))
-            }
-        })
+        // Acquire: takes the writes of the transition that queued the
+        // process (its spawn or its wake).
+        let current = self.snapshot();
+        if !current.is(generation, State::Queued) {
+            return Err(Rejected { transition: "begin_run", generation, found: current });
+        }
+        let next = current.with_state(State::Running);
+        // No CAS: nothing but this transition writes a `Queued` word (every
+        // other one rejects it without writing), and only the worker that
+        // took the pid off its queue makes it, so the word is still
+        // `current`. Release: a waker that finds the process `Running`
+        // acquires this store in its CAS, with the writes before it.
+        self.word.store(next.0, Ordering::Release);
+        Ok(next)
     }
 
     /// A worker took the pid off its ready queue and is about to switch to
@@ -460,6 +472,27 @@ impl StateWord {
     /// re-observes the stop flag after `begin_wait` and before parking.
     pub fn begin_wait(&self, generation: u32) -> u32 {
         self.open_epoch(generation, "begin_wait").0
+    }
+
+    /// Owner only. Opens a wait like [`begin_wait`](Self::begin_wait), but
+    /// on `Running(e)` without writing the word: the wait takes `e` itself.
+    /// On anything else (a notification present) it is `begin_wait`.
+    ///
+    /// Sound because every wait ends by moving the epoch on: the wake that
+    /// lands consumes it (whether it parks or leaves `RunningNotified`), and
+    /// [`retire_wait`](Self::retire_wait) bumps it. So the epoch of a
+    /// `Running` word is that of no open wait, and every registration made
+    /// before with a stamp still matching it is from a wait opened with
+    /// `begin_wait` and never ended — which only the public `begin_wait`
+    /// can leave (a misuse). Such a registration may then wake the new wait
+    /// instead: callers must treat a wake as "look again", as the channel's
+    /// receive loop does.
+    pub fn begin_wait_reusing(&self, generation: u32) -> u32 {
+        let current = self.snapshot();
+        if current.is(generation, State::Running) {
+            return current.epoch();
+        }
+        self.begin_wait(generation)
     }
 
     /// Owner only. Ends the current wait: `Running(g, e)` → `Parked(g, e)` and

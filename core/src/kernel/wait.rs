@@ -7,6 +7,12 @@
 //! so every registration it left is stale. Every waiter wakes its wait at
 //! most once, and a wake that comes after the wait is over fails harmlessly.
 //!
+//! The one exception to "before any lock" is a process's wait opened with
+//! `Wait::begin_locked`, under the lock of a look that found nothing (the
+//! channel's receive): the opening leaves out the stop observation, which
+//! could unwind under the lock, and `Wait::observe_and_park_in` makes it
+//! after the lock is released, before the park.
+//!
 //! Inside a process the wait is the process's own: epoch-stamped, no
 //! allocation, the process parks and its worker runs others (see
 //! [`process::begin_wait`]). On a plain thread — `main`, a thread of your
@@ -22,7 +28,7 @@
 use alloc::sync::Arc;
 use core::fmt;
 
-use crate::kernel::current;
+use crate::kernel::current::{self, Here};
 use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::NotInProcess;
 use crate::kernel::parker::ThreadWait;
@@ -66,6 +72,19 @@ impl Waiter {
                 waker.wake_by_ref();
                 true
             }
+        }
+    }
+
+    /// [`wake`](Self::wake) by a registration that is used up (it is
+    /// consumed), from the worker record `here` the caller looked up: a
+    /// process's registration leaves its runtime handle to
+    /// the waking worker, which saves the next registration made there a
+    /// reference-count update.
+    #[inline]
+    pub(crate) fn wake_last_in(self, here: Here) -> bool {
+        match self.0 {
+            Kind::Process(waker) => waker.wake_last_in(here),
+            _ => self.wake(),
         }
     }
 
@@ -116,7 +135,10 @@ impl Waiter {
 
 /// Whose wait a [`Wait`] is.
 enum Own {
-    Process(Waker),
+    /// The pid and epoch of a process's wait. No counted handle to the
+    /// runtime: the wait lives in the frames of its process, which run only
+    /// while the runtime is alive; a registration takes one.
+    Process(Pid, u32),
     Thread(Arc<ThreadWait>),
 }
 
@@ -133,7 +155,12 @@ pub struct Wait {
 
 impl fmt::Debug for Wait {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Wait").field("waiter", &self.waiter()).field("deadline", &self.deadline).finish()
+        let mut f = f.debug_struct("Wait");
+        match &self.kind {
+            Own::Process(pid, epoch) => f.field("pid", pid).field("epoch", epoch),
+            Own::Thread(_) => f.field("thread", &true),
+        };
+        f.field("deadline", &self.deadline).finish()
     }
 }
 
@@ -152,8 +179,8 @@ impl Wait {
     /// call takes its caller's line with `#[track_caller]` and passes it
     /// down.
     pub fn begin_at(site: WaitSite) -> Result<Wait, NotInProcess> {
-        if let Ok(waker) = process::begin_wait_at(site) {
-            return Ok(Wait { kind: Own::Process(waker), deadline: None, open: true });
+        if let Some((pid, epoch)) = process::open_wait(site, true) {
+            return Ok(Wait { kind: Own::Process(pid, epoch), deadline: None, open: true });
         }
         if current::registered().is_some() {
             return Err(NotInProcess);
@@ -170,23 +197,67 @@ impl Wait {
 
     /// A registration for this wait, to leave wherever a wake can come
     /// from.
+    ///
+    /// A process's wait is registered from that process (where it parks and
+    /// retires too); a registration made anywhere else wakes nothing.
     pub fn waiter(&self) -> Waiter {
         Waiter(match &self.kind {
-            Own::Process(waker) => Kind::Process(waker.clone()),
+            Own::Process(pid, epoch) => match process::waker_of_running(*pid, *epoch) {
+                Some(waker) => Kind::Process(waker),
+                None => {
+                    debug_assert!(false, "a process's wait registered outside that process");
+                    Kind::Task(core::task::Waker::noop().clone())
+                }
+            },
             Own::Thread(wait) => Kind::Thread(wait.clone()),
         })
+    }
+
+    /// Opens a wait for the running process under the runtime lock the
+    /// caller holds, with its registration: [`begin_at`](Self::begin_at)
+    /// without observing a stop, which nothing may raise under a lock.
+    /// The caller releases the lock, then ends the wait with
+    /// [`observe_and_park_in`](Self::observe_and_park_in) (or retires it).
+    /// `None` outside a process (a plain thread opens its wait with
+    /// `begin_at`, before any lock). `here` is the worker record the caller
+    /// looked up.
+    ///
+    /// The wait may take the epoch the process's word already holds (see
+    /// `StateWord::begin_wait_reusing`): the caller must take every wake
+    /// as "look again".
+    #[inline]
+    pub(crate) fn begin_locked(here: Here, site: WaitSite) -> Option<(Wait, Waiter)> {
+        let waker = process::open_wait_unobserved(here, site)?;
+        let wait = Wait { kind: Own::Process(waker.pid(), waker.epoch()), deadline: None, open: true };
+        Some((wait, Waiter(Kind::Process(waker))))
+    }
+
+    /// Ends a wait opened by [`begin_locked`](Self::begin_locked): observes
+    /// the stop that the opening left out (a raised stop retires the wait
+    /// as it unwinds), then parks as [`park`](Self::park) does. `here` is
+    /// the worker record the caller looked up.
+    #[inline]
+    pub(crate) fn observe_and_park_in(mut self, here: Here) {
+        match &self.kind {
+            Own::Process(..) => {
+                process::observe_stop_in(here);
+                self.open = false;
+                process::park_in(here);
+            }
+            Own::Thread(_) => self.park(),
+        }
     }
 
     /// Whether the caller is a process (it parks) rather than a plain
     /// thread (it sleeps).
     pub fn in_process(&self) -> bool {
-        matches!(self.kind, Own::Process(_))
+        matches!(self.kind, Own::Process(..))
     }
 
     /// Now, on the clock deadlines are on.
     pub fn now(&self) -> Instant {
         match &self.kind {
-            Own::Process(_) => process::now().unwrap_or(Instant::from_nanos(0)),
+            Own::Process(..) => process::now().unwrap_or(Instant::from_nanos(0)),
             Own::Thread(wait) => Instant::from_nanos(wait.now()),
         }
     }
@@ -201,8 +272,8 @@ impl Wait {
     /// ends another way.
     pub fn wake_at(&mut self, deadline: Instant) {
         match &self.kind {
-            Own::Process(waker) => {
-                let _ = process::wake_at(waker, deadline);
+            Own::Process(pid, epoch) => {
+                let _ = process::wake_wait_at(*pid, *epoch, deadline);
             }
             Own::Thread(_) => self.deadline = Some(deadline),
         }
@@ -215,7 +286,7 @@ impl Wait {
     pub fn park(mut self) {
         self.open = false;
         match &self.kind {
-            Own::Process(_) => process::park(),
+            Own::Process(..) => process::park(),
             Own::Thread(wait) => {
                 let _ = wait.park(self.deadline.map(Instant::as_nanos));
             }
@@ -228,7 +299,7 @@ impl Wait {
     pub fn retire(mut self) {
         self.open = false;
         match &self.kind {
-            Own::Process(_) => process::retire_wait(),
+            Own::Process(..) => process::retire_wait(),
             Own::Thread(wait) => wait.retire(),
         }
     }
@@ -240,7 +311,7 @@ impl Drop for Wait {
             // Not ended (an early return, or an unwind): retire without
             // observing a stop, which could raise inside an unwind.
             match &self.kind {
-                Own::Process(_) => process::retire_wait_quietly(),
+                Own::Process(..) => process::retire_wait_quietly(),
                 Own::Thread(wait) => wait.retire(),
             }
         }

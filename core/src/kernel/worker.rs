@@ -142,7 +142,16 @@ pub(crate) struct WorkerCore {
     /// The runtime's worker plugin and this worker's state for it, set on
     /// the first pass after the plugin is installed.
     plugin: OnceCell<OnWorker>,
+    /// Counted handles to this worker's runtime (`shared`), kept from the
+    /// registrations that wakes on this worker used up, for the next ones
+    /// made here: a registration's handle then costs no reference-count
+    /// update when one process wakes another of its worker. At most
+    /// [`SPARE_HANDLES`].
+    spare_handles: RefCell<Vec<Arc<Shared>>>,
 }
+
+/// Spare runtime handles a worker keeps (see `WorkerCore::spare_handles`).
+const SPARE_HANDLES: usize = 8;
 
 impl WorkerCore {
     /// Whether this is worker `worker` of the runtime at `shared`.
@@ -160,6 +169,27 @@ impl WorkerCore {
         self.current.preempt.disable();
         self.ready.borrow_mut().push_back(index);
         self.current.preempt.enable();
+    }
+
+    /// A counted handle to this worker's runtime, for a registration made
+    /// here: a spare one if the worker has it, else a new clone.
+    #[inline]
+    pub(crate) fn runtime_handle(&self) -> Arc<Shared> {
+        let spare = self.spare_handles.borrow_mut().pop();
+        spare.unwrap_or_else(|| self.shared.clone())
+    }
+
+    /// Takes back `handle`, a counted handle a wake on this worker is done
+    /// with, as a spare if it is to this worker's runtime and there is
+    /// room (it is dropped otherwise).
+    #[inline]
+    pub(crate) fn keep_handle(&self, handle: Arc<Shared>) {
+        if Arc::ptr_eq(&handle, &self.shared) {
+            let mut spare = self.spare_handles.borrow_mut();
+            if spare.len() < SPARE_HANDLES {
+                spare.push(handle);
+            }
+        }
     }
 
     /// This worker's state for the runtime's plugin, if it has made it.
@@ -216,6 +246,17 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&WorkerCore) -> R) -> Option<R> {
     // SAFETY: the pointer was registered for the pass now running on this
     // thread and we use it within this call, inside that pass.
     Some(f(unsafe { core_ref(core) }))
+}
+
+/// The core of the worker record `here`, if the thread drives a worker.
+#[inline]
+pub(crate) fn core_in(here: &current::Here) -> Option<&WorkerCore> {
+    // The registered pointer is a core's address (see `core_ptr`).
+    let core = here.ptr()?.cast::<WorkerCore>();
+    // SAFETY: `here` is kept only in the frames of the code that looked it
+    // up, which run inside that worker's passes (see `Here`), and the
+    // reference lives no longer than the borrow of `here`.
+    Some(unsafe { core_ref(core) })
 }
 
 /// The core behind a pointer that [`core_ptr`] returned.
@@ -278,6 +319,7 @@ impl Worker {
             stats: RefCell::new(StatsSnapshot::default()),
             live_here: Cell::new(0),
             plugin: OnceCell::new(),
+            spare_handles: RefCell::new(Vec::with_capacity(SPARE_HANDLES)),
         });
         Worker { core: NonNull::from(alloc::boxed::Box::leak(core)) }
     }

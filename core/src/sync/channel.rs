@@ -43,8 +43,8 @@ use core::time::Duration;
 
 use crate::kernel::atomic::{AtomicUsize, Ordering};
 use crate::kernel::coop;
+use crate::kernel::current::Here;
 use crate::kernel::deadlock::{WaitKind, WaitSite};
-use crate::kernel::process;
 use crate::kernel::spin::RuntimeMutex;
 use crate::kernel::time::Instant;
 use crate::kernel::wait::{self, Wait, Waiter};
@@ -91,16 +91,17 @@ enum Wakes {
 }
 
 impl Wakes {
-    fn wake(self) {
+    /// Wakes them, from the worker record `here` the caller looked up.
+    fn wake_in(self, here: Here) {
         match self {
             Wakes::None => {}
             Wakes::Blocked(wakers) => {
                 for waker in wakers {
-                    waker.wake();
+                    waker.wake_last_in(here);
                 }
             }
             Wakes::Offerer(waker) => {
-                waker.wake();
+                waker.wake_last_in(here);
             }
         }
     }
@@ -479,7 +480,12 @@ impl<T: Send> Sender<T> {
     /// ```
     #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
-        coop::spend();
+        let here = Here::get();
+        coop::spend_in(here);
+        if self.chan.capacity.is_none() {
+            // Unbounded: one try, which only the receiver's absence fails.
+            return self.try_push_in(value, here).map_err(|e| SendError(e.into_inner()));
+        }
         self.send_until(value, None, WaitSite::here(WaitKind::ChannelSend))
             .map_err(|e| SendError(e.into_inner()))
     }
@@ -692,7 +698,14 @@ impl<T: Send> Sender<T> {
 
     /// `try_send` without spending the budget.
     fn try_push(&self, value: T) -> Result<(), TrySendError<T>> {
-        let mut inner = self.chan.inner.lock();
+        self.try_push_in(value, Here::get())
+    }
+
+    /// [`try_push`](Self::try_push) from the worker record `here` the
+    /// caller looked up.
+    #[inline]
+    fn try_push_in(&self, value: T, here: Here) -> Result<(), TrySendError<T>> {
+        let mut inner = self.chan.inner.lock_in(here);
         if !inner.receiver_alive {
             return Err(TrySendError::Disconnected(value));
         }
@@ -710,7 +723,7 @@ impl<T: Send> Sender<T> {
         };
         drop(inner);
         if let Some(waker) = waiter {
-            waker.wake();
+            waker.wake_last_in(here);
         }
         Ok(())
     }
@@ -829,8 +842,9 @@ impl<T: Send> Receiver<T> {
     /// Takes a message without waiting: a queued one, or on a rendezvous
     /// the value of a sender waiting in `send`.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        coop::spend();
-        self.poll(&|_| true)
+        let here = Here::get();
+        coop::spend_in(here);
+        self.poll_in(&|_| true, here)
     }
 
     /// Parks the calling process (sleeps a plain thread) until a message
@@ -840,8 +854,9 @@ impl<T: Send> Receiver<T> {
     /// where it would have to wait.
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
-        coop::spend();
-        self.recv_matching(None, true, |_| true, self.recv_site()).map_err(|e| match e {
+        let here = Here::get();
+        coop::spend_in(here);
+        self.recv_matching(here, None, true, |_| true, self.recv_site()).map_err(|e| match e {
             RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout => RecvError::Disconnected,
             RecvTimeoutError::NotInProcess => RecvError::NotInProcess,
         })
@@ -851,9 +866,10 @@ impl<T: Send> Receiver<T> {
     /// that arrives together with the deadline wins (message first).
     #[track_caller]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        coop::spend();
+        let here = Here::get();
+        coop::spend_in(here);
         match wait::now() {
-            Some(now) => self.recv_matching(Some(now + timeout), true, |_| true, self.recv_site()),
+            Some(now) => self.recv_matching(here, Some(now + timeout), true, |_| true, self.recv_site()),
             None => self.poll(&|_| true).map_err(|e| match e {
                 TryRecvError::Empty => RecvTimeoutError::NotInProcess,
                 TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
@@ -866,8 +882,9 @@ impl<T: Send> Receiver<T> {
     /// together with the deadline wins.
     #[track_caller]
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        coop::spend();
-        self.recv_matching(Some(deadline), true, |_| true, self.recv_site())
+        let here = Here::get();
+        coop::spend_in(here);
+        self.recv_matching(here, Some(deadline), true, |_| true, self.recv_site())
     }
 
     /// Takes the first queued message (front to back) for which `pred`
@@ -878,8 +895,9 @@ impl<T: Send> Receiver<T> {
     /// never touch a channel from it.
     #[track_caller]
     pub fn recv_match(&self, pred: impl Fn(&T) -> bool) -> Result<T, RecvError> {
-        coop::spend();
-        self.recv_matching(None, false, pred, self.recv_site()).map_err(|e| match e {
+        let here = Here::get();
+        coop::spend_in(here);
+        self.recv_matching(here, None, false, pred, self.recv_site()).map_err(|e| match e {
             RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout => RecvError::Disconnected,
             RecvTimeoutError::NotInProcess => RecvError::NotInProcess,
         })
@@ -893,12 +911,18 @@ impl<T: Send> Receiver<T> {
 
     /// `try_recv_match` without spending the budget.
     fn poll(&self, pred: &impl Fn(&T) -> bool) -> Result<T, TryRecvError> {
-        let mut inner = self.chan.inner.lock();
+        self.poll_in(pred, Here::get())
+    }
+
+    /// [`poll`](Self::poll) from the worker record `here` the caller
+    /// looked up.
+    fn poll_in(&self, pred: &impl Fn(&T) -> bool, here: Here) -> Result<T, TryRecvError> {
+        let mut inner = self.chan.inner.lock_in(here);
         // The receiver is looking, so it is not parked in recv.
         inner.receiving = false;
         if let Some((value, wakes)) = inner.take_matching(pred) {
             drop(inner);
-            wakes.wake();
+            wakes.wake_in(here);
             return Ok(value);
         }
         if self.chan.senders.load(Ordering::Acquire) == 0 {
@@ -918,20 +942,82 @@ impl<T: Send> Receiver<T> {
 
     /// The receive loop. `any`: `pred` accepts every message, so a
     /// rendezvous sender may hand its value over while this parks.
+    ///
+    /// In a process, one lock per look: the look that finds nothing opens
+    /// the process's wait and registers it under the same lock (the wait's
+    /// stop observation comes after the lock is released, before the
+    /// park). A plain thread opens its wait before the lock, as
+    /// [`Wait::begin_at`] asks (see `recv_on_thread`).
     fn recv_matching(
         &self,
+        here: Here,
         deadline: Option<Instant>,
         any: bool,
         pred: impl Fn(&T) -> bool,
         site: WaitSite,
     ) -> Result<T, RecvTimeoutError> {
-        // Fast path: no wait is opened when a message is already there.
-        match self.poll(&pred) {
-            Ok(v) => return Ok(v),
-            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => {}
-        }
         let accept_hand = any && self.chan.is_rendezvous();
+        loop {
+            if let Some(deadline) = deadline {
+                if wait::now().is_some_and(|now| now >= deadline) {
+                    // Message first: one last look before reporting the timeout.
+                    return match self.poll_in(&pred, here) {
+                        Ok(v) => Ok(v),
+                        Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+                        Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
+                    };
+                }
+            }
+            let mut wait = {
+                let mut inner = self.chan.inner.lock_in(here);
+                // The receiver is looking, so it is not parked in recv.
+                inner.receiving = false;
+                if let Some((value, wakes)) = inner.take_matching(&pred) {
+                    drop(inner);
+                    wakes.wake_in(here);
+                    return Ok(value);
+                }
+                if self.chan.senders.load(Ordering::Acquire) == 0 {
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                let Some((wait, waiter)) = Wait::begin_locked(here, site) else {
+                    drop(inner);
+                    return self.recv_on_thread(deadline, accept_hand, pred, site);
+                };
+                debug_assert!(
+                    inner.receiver.as_ref().is_none_or(|w| w.pid().is_none() || w.pid() == waiter.pid()),
+                    "two processes receive on one channel"
+                );
+                inner.receiver = Some(waiter);
+                inner.receiving = accept_hand;
+                wait
+            };
+            // A stop raised out of the park (or out of the observation
+            // below) must not leave `receiving` set with nobody parked: a
+            // sender would hand its value to no one.
+            let mut unhand = StopReceivingOnUnwind { chan: &self.chan, armed: accept_hand };
+            if let Some(deadline) = deadline {
+                // If a message wins, the deadline's wake is a stale no-op.
+                wait.wake_at(deadline);
+            }
+            // Woken by a sender (a message, or the last sender's drop), by
+            // the timer, or by a stop. The wake consumed the wait, so the
+            // next look opens a new one only if nothing is there.
+            wait.observe_and_park_in(here);
+            unhand.armed = false;
+        }
+    }
+
+    /// The receive loop of a caller that is not a process: a plain thread
+    /// (it sleeps), or a worker's driver outside any process
+    /// (`NotInProcess` when it would wait).
+    fn recv_on_thread(
+        &self,
+        deadline: Option<Instant>,
+        accept_hand: bool,
+        pred: impl Fn(&T) -> bool,
+        site: WaitSite,
+    ) -> Result<T, RecvTimeoutError> {
         loop {
             let mut wait = Wait::begin_at(site).map_err(|_| RecvTimeoutError::NotInProcess)?;
             if let Some(deadline) = deadline {
@@ -944,7 +1030,6 @@ impl<T: Send> Receiver<T> {
                         Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
                     };
                 }
-                // If a message wins, the deadline's wake is a stale no-op.
                 wait.wake_at(deadline);
             }
             {
@@ -952,10 +1037,7 @@ impl<T: Send> Receiver<T> {
                 inner.receiving = false;
                 if let Some((value, wakes)) = inner.take_matching(&pred) {
                     drop(inner);
-                    // Wake the senders before retire_wait, which raises a
-                    // stop requested since begin_wait: unwinding past them
-                    // would leave them parked for good.
-                    wakes.wake();
+                    wakes.wake_in(Here::get());
                     wait.retire();
                     return Ok(value);
                 }
@@ -964,22 +1046,10 @@ impl<T: Send> Receiver<T> {
                     wait.retire();
                     return Err(RecvTimeoutError::Disconnected);
                 }
-                debug_assert!(
-                    inner
-                        .receiver
-                        .as_ref()
-                        .is_none_or(|w| w.pid().is_none() || w.pid() == process::self_pid()),
-                    "two processes receive on one channel"
-                );
                 inner.receiver = Some(wait.waiter());
                 inner.receiving = accept_hand;
             }
-            // A stop raised out of the park must not leave `receiving` set
-            // with nobody parked: a sender would hand its value to no one.
             let mut unhand = StopReceivingOnUnwind { chan: &self.chan, armed: accept_hand };
-            // Woken by a sender (a message, or the last sender's drop) or by
-            // the timer. The wake consumed the wait, so look without opening
-            // a new one; only if nothing is there does the loop wait again.
             wait.park();
             unhand.armed = false;
             match self.poll(&pred) {

@@ -201,3 +201,74 @@ fn a_yielded_process_is_queued_once_and_keeps_a_stop() {
         assert_eq!(w.snapshot().state(), State::RunningNotified, "the stop's notification was lost");
     });
 }
+
+/// `begin_run` is a load and a store, not a CAS: sound only while nothing
+/// else writes a `Queued` word. A wake racing the resume (a duplicate of the
+/// wake that queued the process, and a stop's wildcard wake) either finds
+/// `Queued` and changes nothing, or finds `Running` and its notification
+/// stays in the word.
+#[test]
+fn begin_run_racing_wakes_keeps_their_notification() {
+    loom::model(|| {
+        let w = running();
+        let e = w.begin_wait(G);
+        assert_eq!(w.park(G), Park::Parked);
+        assert_eq!(w.unpark_at(G, e), Unpark::Enqueue);
+        let racer = {
+            let w = w.clone();
+            thread::spawn(move || (w.unpark_at(G, e), w.unpark(G)))
+        };
+
+        // The worker resumes the process it took off its queue.
+        let began = w.begin_run(G).unwrap();
+        assert_eq!(began.state(), State::Running);
+
+        let (stamped, wildcard) = racer.join().unwrap();
+        assert_eq!(stamped, Unpark::Stale, "the stamp was consumed by the wake that queued it");
+        assert_ne!(wildcard, Unpark::Enqueue, "a running process was enqueued");
+        // Every wake that landed moved the epoch on, and no write was lost
+        // to the resume's store.
+        let landed = [stamped, wildcard].iter().filter(|r| **r != Unpark::Stale).count() as u32;
+        let end = w.snapshot();
+        assert_eq!(end.epoch(), e + 1 + landed, "a landed wake was overwritten: word {end}");
+        if wildcard == Unpark::Notified {
+            assert_eq!(end.state(), State::RunningNotified);
+        }
+    });
+}
+
+/// A wait that reuses the word's epoch (`begin_wait_reusing`) racing a
+/// stop's wildcard wake and its own waker: the wait still ends with its
+/// epoch consumed, so no registration of it can land once it is over.
+#[test]
+fn reused_epoch_wait_ends_consumed() {
+    loom::model(|| {
+        let w = running();
+        let (tx, rx) = loom::sync::mpsc::channel::<u32>();
+        let stopper = {
+            let w = w.clone();
+            thread::spawn(move || w.unpark(G))
+        };
+        let waker = {
+            let w = w.clone();
+            thread::spawn(move || {
+                let e = rx.recv().unwrap();
+                w.unpark_at(G, e)
+            })
+        };
+
+        // A yield, so the stop's wake is also explored landing before the
+        // wait opens (loom does not otherwise preempt this thread first).
+        thread::yield_now();
+        let e = w.begin_wait_reusing(G);
+        tx.send(e).unwrap();
+        if w.park(G) == Park::Parked {
+            run_once_queued(&w);
+        }
+        // The wait is over.
+        let after = w.snapshot();
+        assert_ne!(after.epoch(), e, "a wait ended with its epoch still live: word {after}");
+        let _ = (stopper.join().unwrap(), waker.join().unwrap());
+        assert!(w.snapshot().epoch() != e);
+    });
+}

@@ -123,6 +123,27 @@ fn begin_wait_bumps_the_epoch_and_returns_it() {
 }
 
 #[test]
+fn begin_wait_reusing_takes_the_running_epoch_without_a_write() {
+    let w = word(G, 3, State::Running);
+    assert_eq!(w.begin_wait_reusing(G), 3);
+    assert_eq!(w.snapshot(), snap(G, 3, State::Running));
+    // Its wake consumes the epoch, so the next such wait gets a new one.
+    assert_eq!(w.unpark_at(G, 3), Unpark::Notified);
+    assert_eq!(w.park(G), Park::Notified);
+    assert_eq!(w.begin_wait_reusing(G), 4);
+    assert_eq!(w.unpark_at(G, 3), Unpark::Stale, "the first wait's stamp is consumed");
+}
+
+#[test]
+fn begin_wait_reusing_eats_a_wildcard_notification() {
+    let w = word(G, 3, State::Running);
+    assert_eq!(w.unpark(G), Unpark::Notified);
+    assert_eq!(w.begin_wait_reusing(G), 5);
+    assert_eq!(w.snapshot(), snap(G, 5, State::Running));
+    assert_eq!(w.park(G), Park::Parked, "the eaten notification does not short-circuit the wait");
+}
+
+#[test]
 fn begin_wait_eats_a_wildcard_notification() {
     let w = word(G, 3, State::Running);
     assert_eq!(w.unpark(G), Unpark::Notified);
