@@ -261,7 +261,7 @@ impl WorkerPlugin for ActorSystem {
             did = true;
         }
 
-        // 5. Same-worker sends, eligible from the next pass.
+        // 5. Same-worker sends that were staged, eligible from the next pass.
         did |= deliver_pending_local(local, driver);
 
         // 6. Statistics: every 16th busy pass, and on the first idle one.
