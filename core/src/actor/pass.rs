@@ -79,7 +79,7 @@ impl ActorSystem {
             }
             let mut ran = None;
             let before = cell.len();
-            let panic = current::as_handler(pid, || {
+            let panic = env.driver.as_handler(pid, || {
                 (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)))
             });
             // Entries taken, the one a panic interrupted included.

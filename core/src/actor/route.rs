@@ -150,10 +150,10 @@ pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
     // be switched out.
     let _np = NoPreempt::new();
     let mut envelope = Some(envelope);
-    let on_a_worker = Local::with_any(shared, |local| {
+    let on_a_worker = Local::with_any_here(shared, |local, driver| {
         if local.worker == worker {
             if let Some(envelope) = envelope.take() {
-                if let Err(envelope) = deliver_here(shared, local, envelope) {
+                if let Err(envelope) = deliver_here(driver, local, envelope) {
                     local.pending_local.borrow_mut().push(envelope);
                 }
             }
@@ -177,29 +177,25 @@ pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
 /// Staged sends from a handler are only ever those, so each sender's
 /// messages keep their order: a target is lent out only while it runs,
 /// and is installed only between its worker's handler runs.
-fn deliver_here(shared: &Shared, local: &Local, envelope: Envelope) -> Result<(), Envelope> {
-    let dest = envelope.dest();
-    let mut envelope = Some(envelope);
-    Driver::with_here(shared, local.worker, |driver| {
-        if driver.cell_state(dest).is_ok() {
-            if let Some(ready) = envelope.take() {
-                if let Err(back) = ready.deliver_in(driver, &local.cache) {
-                    envelope = Some(back);
-                }
-            }
-        }
-    });
-    envelope.map_or(Ok(()), Err)
+fn deliver_here(driver: Option<&Driver<'_>>, local: &Local, envelope: Envelope) -> Result<(), Envelope> {
+    let Some(driver) = driver else { return Err(envelope) };
+    if driver.cell_state(envelope.dest()).is_err() {
+        return Err(envelope);
+    }
+    envelope.deliver_in(driver, &local.cache)
 }
 
 /// Moves `msg` straight into the mailbox of `dest`, an actor of `local`'s
 /// worker, from that worker's pass; `Err` gives it back to be staged (see
 /// [`deliver_here`]).
-fn deliver_msg_here<M: Send + 'static>(shared: &Shared, local: &Local, dest: Pid, msg: M) -> Result<(), M> {
+fn deliver_msg_here<M: Send + 'static>(
+    driver: Option<&Driver<'_>>,
+    local: &Local,
+    dest: Pid,
+    msg: M,
+) -> Result<(), M> {
     let mut msg = Some(msg);
-    let found = Driver::with_here(shared, local.worker, |driver| {
-        with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg))
-    });
+    let found = driver.map(|driver| with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg)));
     match (found, msg) {
         (_, None) => Ok(()),
         // Refused for its type (counted): dropped here, outside the loan.
@@ -223,11 +219,11 @@ pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, des
     let _np = NoPreempt::new();
     let mut msg = Some(msg);
     let mut cross = None;
-    Local::with_any(shared, |local| {
+    Local::with_any_here(shared, |local, driver| {
         let Some(msg) = msg.take() else { return };
         if local.worker == worker {
             bump(&local.counters.local_sends, 1);
-            if let Err(msg) = deliver_msg_here(shared, local, dest, msg) {
+            if let Err(msg) = deliver_msg_here(driver, local, dest, msg) {
                 let envelope = Envelope::new_in(&local.cache, dest, Msg(msg));
                 local.pending_local.borrow_mut().push(envelope);
             }

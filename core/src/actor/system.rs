@@ -218,6 +218,18 @@ impl Local {
         .flatten()
     }
 
+    /// The calling thread's worker state for `shared`, whatever worker,
+    /// passed to `f` with that worker's driver if no process runs (a
+    /// handler, or other code of the worker's pass).
+    #[inline]
+    pub(crate) fn with_any_here<R>(
+        shared: &Shared,
+        f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
+    ) -> Option<R> {
+        Driver::with_state_here(shared, |state, driver| Some(f(state.downcast_ref::<Local>()?, driver)))
+            .flatten()
+    }
+
     /// Puts `pid` on the runnable list unless its cell's `queued` flag
     /// says it is there.
     pub(crate) fn mark_runnable(&self, pid: Pid, queued: &mut bool) {

@@ -28,6 +28,7 @@
 //! already is refused, so a `&mut` to a cell never has a twin.
 
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current::Current;
 use crate::kernel::error::SpawnError;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -232,7 +233,7 @@ pub(crate) enum NoCell {
 /// The right to one worker's stackless bodies: made by the kernel on the
 /// thread driving that worker, outside any process, for one call of the
 /// plugin (or one admin step, or one send from the worker's own pass:
-/// [`Driver::with_here`]); never `Send`, never outliving the call. Every
+/// [`Driver::with_state_here`]); never `Send`, never outliving the call. Every
 /// driver of a worker shares its loan count, so two drivers of one worker
 /// alive at once (a send's inside the pass's) lend no cell twice.
 pub(crate) struct Driver<'a> {
@@ -241,6 +242,8 @@ pub(crate) struct Driver<'a> {
     on: Option<&'a OnWorker>,
     /// The worker's timers, where the plugin's earliest deadline is kept.
     timers: &'a RefCell<Timers>,
+    /// The worker's record of the code it runs.
+    current: &'a Current,
     /// Not `Send` or `Sync`: the right belongs to the driving thread.
     _here: PhantomData<*const ()>,
 }
@@ -248,24 +251,45 @@ pub(crate) struct Driver<'a> {
 impl<'a> Driver<'a> {
     /// The driver of `core`'s worker, for the pass now running it.
     fn of(core: &'a WorkerCore, shared: &'a Shared) -> Driver<'a> {
-        Driver { shared, worker: core.id, on: core.stackless(), timers: &core.timers, _here: PhantomData }
+        Driver {
+            shared,
+            worker: core.id,
+            on: core.stackless(),
+            timers: &core.timers,
+            current: &core.current,
+            _here: PhantomData,
+        }
     }
 
-    /// Runs `f` with the driver of `shared`'s worker `worker` if the
-    /// calling thread drives that worker and is outside any process (in a
-    /// handler, or other code of the worker's own pass); `None` otherwise.
+    /// Runs `f` as the code of handler actor `pid`, as
+    /// [`current::as_handler`](crate::kernel::current::as_handler) does,
+    /// without looking the worker up again.
+    #[inline]
+    pub(crate) fn as_handler<R>(&self, pid: Pid, f: impl FnOnce() -> R) -> R {
+        let previous = self.current.handling.replace(Some(pid));
+        let result = f();
+        self.current.handling.set(previous);
+        result
+    }
+
+    /// Runs `f` with the plugin's state for the calling thread's worker,
+    /// if it drives one of `shared`'s and has made that state, and with
+    /// that worker's driver if no process runs (in a handler, or other
+    /// code of the worker's own pass): one look at the worker for both.
     /// What `f` can reach through the driver is guarded as in any other
     /// call: a cell already lent out is refused.
-    pub(crate) fn with_here<R>(
+    #[inline]
+    pub(crate) fn with_state_here<R>(
         shared: &Shared,
-        worker: usize,
-        f: impl FnOnce(&Driver<'_>) -> R,
+        f: impl FnOnce(&dyn Any, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
         worker::with_core(|core| {
-            if !core.is(shared, worker) || core.current.running.get().is_some() {
+            if !core.is(shared, core.id) {
                 return None;
             }
-            Some(f(&Driver::of(core, shared)))
+            let on = core.stackless()?;
+            let driver = core.current.running.get().is_none().then(|| Driver::of(core, shared));
+            Some(f(on.state(), driver.as_ref()))
         })
         .flatten()
     }
