@@ -203,7 +203,8 @@ impl WorkerPlugin for ActorSystem {
             // Nothing to do (the clock was read only if timers are
             // pending). Envelope blocks of other workers delivered here go
             // home, and those that came home here return to the cache (the
-            // excess to the allocator). Statistics go out if the last
+            // excess to the allocator once the worker has been idle a
+            // while). Statistics go out if the last
             // busy passes (or an admin command) left some unpublished.
             local.cache.trim();
             if local.counters.unpublished.get() {

@@ -24,8 +24,10 @@
 //! more than the worker's peak of its own blocks in flight (a cache only
 //! ever holds blocks it made, and a home only blocks its cache made), so
 //! a burst of sends is served from it the next time without the
-//! allocator. A [`trim`](BlockCache::trim) (an idle worker's) gives the
-//! allocator whatever it holds beyond [`CACHE_CAP`] a class. The cache
+//! allocator. A [`trim`](BlockCache::trim) (an idle worker's) takes the
+//! home's blocks back; after [`TRIMS_BEFORE_SHRINK`] trims in a row
+//! without the cache running dry it gives the allocator whatever it holds
+//! beyond [`CACHE_CAP`] a class. The cache
 //! frees its lists and its chains on their way home when dropped, the
 //! home its lists when dropped.
 //!
@@ -60,6 +62,11 @@ const CLASS_SIZE: [usize; CLASSES] = [64, 128, 192, 256];
 pub(crate) const BLOCK_ALIGN: usize = 16;
 /// The most blocks of one class a trimmed cache keeps.
 pub(crate) const CACHE_CAP: usize = 256;
+/// The trims in a row, without the cache running dry in between, after
+/// which a trim gives the allocator what the cache holds beyond
+/// [`CACHE_CAP`] a class: a burst's blocks are kept for the next burst
+/// while the worker only pauses between them.
+pub(crate) const TRIMS_BEFORE_SHRINK: u32 = 64;
 /// The blocks of one class a cache gathers for another worker's home
 /// before it pushes them there in one chain.
 pub(crate) const RETURN_BATCH: usize = 32;
@@ -258,6 +265,8 @@ pub(crate) struct BlockCache {
     outgoing: Box<[[Outgoing; CLASSES]]>,
     /// Some chain of `outgoing` is not empty.
     pending: Cell<bool>,
+    /// Trims since a class last ran dry.
+    trims: Cell<u32>,
 }
 
 impl BlockCache {
@@ -278,6 +287,7 @@ impl BlockCache {
             len: core::array::from_fn(|_| Cell::new(0)),
             outgoing,
             pending: Cell::new(false),
+            trims: Cell::new(0),
         }
     }
 
@@ -311,6 +321,7 @@ impl BlockCache {
     pub(crate) fn take(&self, class: u8) -> NonNull<u8> {
         let c = usize::from(class);
         if self.free[c].get().is_null() {
+            self.trims.set(0);
             self.refill(class);
         }
         match NonNull::new(self.free[c].get()) {
@@ -429,13 +440,20 @@ impl BlockCache {
         self.len[c].set(self.len[c].get() + total);
     }
 
-    /// Takes back what the home holds and gives the allocator whatever the
-    /// free lists hold beyond [`CACHE_CAP`] a class. An idle worker's
-    /// cache then keeps no past peak of blocks.
+    /// Pushes the chains gathered for other homes, takes back what the home
+    /// holds, and, at the [`TRIMS_BEFORE_SHRINK`]th trim in a row without
+    /// the cache running dry, gives the allocator whatever the free lists
+    /// hold beyond [`CACHE_CAP`] a class: a worker that stays idle keeps
+    /// no past peak of blocks.
     pub(crate) fn trim(&self) {
         self.flush();
+        let trims = self.trims.get().saturating_add(1);
+        self.trims.set(trims);
         for class in 0..CLASSES as u8 {
             self.refill(class);
+            if trims < TRIMS_BEFORE_SHRINK {
+                continue;
+            }
             let c = usize::from(class);
             while self.len[c].get() > CACHE_CAP {
                 let Some(block) = NonNull::new(self.free[c].get()) else { break };
@@ -542,13 +560,30 @@ mod tests {
             // SAFETY: as above.
             unsafe { cache.put(block, 0) };
         }
+        for _ in 1..TRIMS_BEFORE_SHRINK {
+            cache.trim();
+        }
+        assert_eq!(cache.len(0), CACHE_CAP + 10, "a pause between bursts keeps the blocks");
         cache.trim();
-        assert_eq!(cache.len(0), CACHE_CAP, "a trim gives the excess to the allocator");
-        // A home holding more than the cap: a trim keeps the cap only.
+        assert_eq!(cache.len(0), CACHE_CAP, "a long one gives the excess to the allocator");
+        // Running dry starts the count again.
+        let blocks: Vec<_> = (0..CACHE_CAP + 1).map(|_| cache.take(0)).collect();
+        for block in blocks {
+            // SAFETY: as above.
+            unsafe { cache.put(block, 0) };
+        }
+        cache.trim();
+        assert_eq!(cache.len(0), CACHE_CAP + 1);
+        // A home holding more than the cap: trims take it all back, and in
+        // the end keep the cap only.
         let more: Vec<_> = (0..CACHE_CAP + 10).map(|_| allocate_block(2)).collect();
         give_back(&homes[0], &more[..7], 2);
         give_back(&homes[0], &more[7..], 2);
         cache.trim();
+        assert_eq!(cache.len(2), CACHE_CAP + 10);
+        for _ in 0..TRIMS_BEFORE_SHRINK {
+            cache.trim();
+        }
         assert_eq!(cache.len(2), CACHE_CAP);
         // SAFETY: the cache is the home's one taker.
         assert!(unsafe { homes[0].take_all(2) }.is_null(), "a trim empties the home");
