@@ -297,6 +297,124 @@ fn same_worker_sends_are_not_recursive_in_the_current_pass() {
     }
 }
 
+/// A message that counts its drops.
+struct Tracked {
+    seq: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Records the numbers it is sent.
+struct TrackedSink {
+    seen: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Actor for TrackedSink {
+    type Msg = Tracked;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, msg: Tracked) {
+        self.seen.lock().unwrap().push(msg.seq);
+    }
+}
+
+enum Mix {
+    Go,
+    Back(Tracked),
+}
+
+/// On `Go`, sends from its handler to every kind of same-worker target: an
+/// installed actor (straight into its mailbox), itself (staged), a child
+/// it has just spawned (not installed yet: staged, then held), and an
+/// actor it stops half-way (the messages behind the stop are dropped).
+struct Mixer {
+    sink: Addr<TrackedSink>,
+    stopping: Addr<TrackedSink>,
+    child_seen: Arc<Mutex<Vec<u64>>>,
+    child: Option<Addr<TrackedSink>>,
+    own: Arc<Mutex<Vec<u64>>>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Mixer {
+    fn tracked(&self, seq: u64) -> Tracked {
+        Tracked { seq, drops: self.drops.clone() }
+    }
+}
+
+impl Actor for Mixer {
+    type Msg = Mix;
+    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, msg: Mix) {
+        match msg {
+            Mix::Go => {
+                for seq in 0..50 {
+                    self.sink.send(self.tracked(seq)).map_err(|_| "sink alive").unwrap();
+                    ctx.addr().send(Mix::Back(self.tracked(seq))).map_err(|_| "alive").unwrap();
+                }
+                let child = ctx.spawn(TrackedSink { seen: self.child_seen.clone() }).unwrap();
+                for seq in 0..50 {
+                    child.send(self.tracked(seq)).map_err(|_| "child alive").unwrap();
+                }
+                self.child = Some(child);
+                for seq in 0..20 {
+                    if seq == 10 {
+                        self.stopping.stop().unwrap();
+                    }
+                    self.stopping.send(self.tracked(seq)).map_err(|_| "not ended yet").unwrap();
+                }
+            }
+            Mix::Back(tracked) => self.own.lock().unwrap().push(tracked.seq),
+        }
+    }
+}
+
+#[test]
+fn same_worker_sends_from_a_handler_keep_order_and_drop_once() {
+    for workers in [1, 4] {
+        let mut s = stepper(workers, |_| {});
+        let rt = s.runtime().clone();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let [sink_seen, stopping_seen, child_seen, own] =
+            std::array::from_fn(|_| Arc::new(Mutex::new(Vec::new())));
+        let sink = rt.spawn_actor_on(0, TrackedSink { seen: sink_seen.clone() }).unwrap();
+        let stopping = rt.spawn_actor_on(0, TrackedSink { seen: stopping_seen.clone() }).unwrap();
+        let mixer = rt
+            .spawn_actor_on(
+                0,
+                Mixer {
+                    sink: sink.clone(),
+                    stopping: stopping.clone(),
+                    child_seen: child_seen.clone(),
+                    child: None,
+                    own: own.clone(),
+                    drops: drops.clone(),
+                },
+            )
+            .unwrap();
+        settle(&mut s);
+        mixer.send(Mix::Go).map_err(|_| "mixer alive").unwrap();
+        settle(&mut s);
+        let all: Vec<u64> = (0..50).collect();
+        assert_eq!(*sink_seen.lock().unwrap(), all, "to an installed actor: in order, once each");
+        assert_eq!(*own.lock().unwrap(), all, "to itself: in order, once each");
+        assert_eq!(*child_seen.lock().unwrap(), all, "to a fresh child: in order, once each");
+        assert_eq!(*stopping_seen.lock().unwrap(), (0..10).collect::<Vec<u64>>(), "none behind the stop");
+        assert!(!stopping.is_alive());
+        assert_eq!(rt.actor_stats(0).unwrap().dropped, 10, "the ten behind the stop, counted");
+        assert_eq!(drops.load(Ordering::SeqCst), 50 + 50 + 50 + 20, "every message dropped once");
+        mixer.stop().unwrap();
+        sink.stop().unwrap();
+        settle(&mut s);
+        assert_eq!(rt.live(), 1, "the child is left");
+        rt.stop_all();
+        settle(&mut s);
+        assert_eq!(rt.live(), 0);
+    }
+}
+
 #[test]
 fn transfer_backlog_is_consumed_across_multiple_passes() {
     for workers in [1, 4] {

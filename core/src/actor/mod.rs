@@ -36,10 +36,13 @@
 //!
 //! # Delivery
 //!
-//! A send from the target's own worker (a handler or a process there) is
-//! staged in the worker's `pending_local` list and reaches the mailbox at
-//! the end of the current pass — never run recursively, eligible on the
-//! next pass. A send from anywhere else (another worker, the runtime
+//! A send from a handler (or a timer, or other code of the pass) to an
+//! actor of its own worker goes straight into the target's mailbox; one
+//! from a process there, one to the sender itself, or one to an actor not
+//! installed yet is staged in the worker's `pending_local` list and
+//! reaches the mailbox at the end of the current pass. Either way it is
+//! never run recursively: the target handles it on the next pass. A send
+//! from anywhere else (another worker, the runtime
 //! handle, a thread outside the runtime) moves one envelope into the
 //! target worker's transfer queue and wakes its driver. The message is
 //! moved, never cloned. Per (sender, target) pair, messages arrive in the
@@ -62,8 +65,9 @@
 //! what the processes staged in `pending_local`, drain the transfer queue
 //! (each drain, the admin one too, at most `worker_ingress_budget`
 //! entries); run each runnable actor for up to `actor_message_budget`
-//! entries; install the actors its handlers spawned; deliver
-//! `pending_local`; publish statistics. A worker with nothing to do parks
+//! entries (what their sends make runnable waits for the next pass);
+//! install the actors its handlers spawned; deliver `pending_local`;
+//! publish statistics. A worker with nothing to do parks
 //! like one without actors.
 //!
 //! # Lifecycle

@@ -79,7 +79,7 @@ impl ActorSystem {
             }
             let mut ran = None;
             let before = cell.len();
-            let panic = current::as_handler(pid, || {
+            let panic = env.driver.as_handler(pid, || {
                 (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)))
             });
             // Entries taken, the one a panic interrupted included.
@@ -190,9 +190,6 @@ impl WorkerPlugin for ActorSystem {
 
     fn pass(&self, driver: &Driver<'_>, budget: usize) -> bool {
         let Some(local) = Local::of(driver) else { return false };
-        // Envelope blocks other workers gave back since the last pass
-        // return to the cache (the excess to the allocator).
-        local.cache.trim();
         // 0. Timers due now: their messages join this pass's sends.
         let fired = self.timer_step(local, driver);
         if !fired
@@ -204,8 +201,12 @@ impl WorkerPlugin for ActorSystem {
             && !self.has_extension.load(Ordering::Relaxed)
         {
             // Nothing to do (the clock was read only if timers are
-            // pending); statistics go out if the last
+            // pending). Envelope blocks of other workers delivered here go
+            // home, and those that came home here return to the cache (the
+            // excess to the allocator once the worker has been idle a
+            // while). Statistics go out if the last
             // busy passes (or an admin command) left some unpublished.
+            local.cache.trim();
             if local.counters.unpublished.get() {
                 self.publish(local);
             }
@@ -261,10 +262,14 @@ impl WorkerPlugin for ActorSystem {
             did = true;
         }
 
-        // 5. Same-worker sends, eligible from the next pass.
+        // 5. Same-worker sends that were staged, eligible from the next pass.
         did |= deliver_pending_local(local, driver);
 
-        // 6. Statistics: every 16th busy pass, and on the first idle one.
+        // 6. Envelope blocks of other workers delivered in this pass go
+        //    home (those that filled a chain went already).
+        local.cache.flush();
+
+        // 7. Statistics: every 16th busy pass, and on the first idle one.
         if let Some(began) = began {
             let spent = <Native as Arch>::timestamp().wrapping_sub(began);
             bump(&local.counters.pass_ticks, spent.saturating_mul(PASS_SAMPLE));

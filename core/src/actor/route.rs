@@ -1,12 +1,13 @@
 //! How work reaches an actor: the envelope payloads (a message, a signal,
 //! an install, an admin command), each delivered on the target's worker,
-//! and the routes from a sender to that worker — `pending_local` when the
-//! sender drives it, else one of its lanes.
+//! and the routes from a sender to that worker — straight into the
+//! target's mailbox, or `pending_local`, when the sender drives it, else
+//! one of its lanes.
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 
-use crate::actor::cell::{take_erased, with_erased, Install, Item, Signal};
+use crate::actor::cell::{take_erased, with_erased, ErasedCell, Install, Item, Signal};
 use crate::actor::extension::SpawnInfo;
 use crate::actor::system::{bump, count_external, ActorSystem, Env, Envelope, Local};
 use crate::kernel::pid::Pid;
@@ -18,21 +19,28 @@ use crate::kernel::stackless::{Driver, Lane, NoCell, OnDriver};
 /// A message for an actor whose message type is `M`.
 pub(crate) struct Msg<M>(pub(crate) M);
 
+/// Moves `msg` into the mailbox of `cell` (actor `dest` of `local`'s
+/// worker) if it takes `M`s, and makes the actor runnable; else counts a
+/// type mismatch and leaves `msg` for the caller to drop (outside the
+/// loan: a message's destructor may send).
+fn push_msg<M: Send + 'static>(cell: &mut dyn ErasedCell, local: &Local, dest: Pid, msg: &mut Option<M>) {
+    match cell.mailbox().downcast_mut::<VecDeque<Item<M>>>() {
+        Some(mailbox) => {
+            if let Some(msg) = msg.take() {
+                mailbox.push_back(Item::Msg(msg));
+            }
+            bump(&local.counters.depth, 1);
+            local.mark_runnable(dest, cell.queued());
+        }
+        None => bump(&local.counters.type_mismatches, 1),
+    }
+}
+
 impl<M: Send + 'static> Deliver<OnDriver> for Msg<M> {
     fn deliver(self, dest: Pid, driver: &Driver<'_>) -> Result<(), Self> {
         let Some(local) = Local::of(driver) else { return Ok(()) };
         let mut msg = Some(self.0);
-        let found =
-            with_erased(driver, dest, |cell| match cell.mailbox().downcast_mut::<VecDeque<Item<M>>>() {
-                Some(mailbox) => {
-                    if let Some(msg) = msg.take() {
-                        mailbox.push_back(Item::Msg(msg));
-                    }
-                    bump(&local.counters.depth, 1);
-                    local.mark_runnable(dest, cell.queued());
-                }
-                None => bump(&local.counters.type_mismatches, 1),
-            });
+        let found = with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg));
         match (found, msg) {
             (Err(NoCell::Pending), Some(msg)) => Err(Msg(msg)),
             (Err(_), Some(_)) => {
@@ -126,8 +134,8 @@ impl Deliver<OnDriver> for AdminCmd {
 /// and its payload are dropped).
 pub(crate) struct NoActor;
 
-/// Routes `envelope` to its target's worker: `pending_local` when the
-/// caller drives that worker, else the worker's mail lane (and a wake for
+/// Routes `envelope` to its target's worker: delivered at once or staged
+/// in `pending_local` when the caller drives that worker, else the worker's mail lane (and a wake for
 /// its driver).
 pub(crate) fn deposit(shared: &Shared, envelope: Envelope) -> Result<(), NoActor> {
     let Some(worker) = shared.stackless_worker(envelope.dest()) else { return Err(NoActor) };
@@ -142,10 +150,12 @@ pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
     // be switched out.
     let _np = NoPreempt::new();
     let mut envelope = Some(envelope);
-    let on_a_worker = Local::with_any(shared, |local| {
+    let on_a_worker = Local::with_any_here(shared, |local, driver| {
         if local.worker == worker {
             if let Some(envelope) = envelope.take() {
-                local.pending_local.borrow_mut().push(envelope);
+                if let Err(envelope) = deliver_here(driver, local, envelope) {
+                    local.pending_local.borrow_mut().push(envelope);
+                }
             }
             bump(&local.counters.local_sends, 1);
         } else {
@@ -160,25 +170,66 @@ pub(crate) fn deposit_on(shared: &Shared, worker: usize, envelope: Envelope) {
     }
 }
 
-/// Sends `msg` to `dest`, a live actor on `worker`. On a worker of this
-/// runtime the envelope is a block of that worker's cache (no allocation
-/// in steady state) and goes to `pending_local` if `worker` is this one;
-/// from any other thread it is boxed. Either way it goes to `worker`'s
-/// mail lane otherwise.
+/// Delivers `envelope` at once from the pass of its target's worker (a
+/// handler, a timer, a hook: not a process, which stages its sends): `Err`
+/// gives it back to be staged, when no driver can be had here or the
+/// target is lent out (an actor's send to itself) or not installed yet.
+/// Staged sends from a handler are only ever those, so each sender's
+/// messages keep their order: a target is lent out only while it runs,
+/// and is installed only between its worker's handler runs.
+fn deliver_here(driver: Option<&Driver<'_>>, local: &Local, envelope: Envelope) -> Result<(), Envelope> {
+    let Some(driver) = driver else { return Err(envelope) };
+    if driver.cell_state(envelope.dest()).is_err() {
+        return Err(envelope);
+    }
+    envelope.deliver_in(driver, &local.cache)
+}
+
+/// Moves `msg` straight into the mailbox of `dest`, an actor of `local`'s
+/// worker, from that worker's pass; `Err` gives it back to be staged (see
+/// [`deliver_here`]).
+fn deliver_msg_here<M: Send + 'static>(
+    driver: Option<&Driver<'_>>,
+    local: &Local,
+    dest: Pid,
+    msg: M,
+) -> Result<(), M> {
+    let mut msg = Some(msg);
+    let found = driver.map(|driver| with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg)));
+    match (found, msg) {
+        (_, None) => Ok(()),
+        // Refused for its type (counted): dropped here, outside the loan.
+        (Some(Ok(())), Some(_)) => Ok(()),
+        (Some(Err(NoCell::Dead)), Some(_)) => {
+            bump(&local.counters.dropped, 1);
+            Ok(())
+        }
+        (Some(Err(NoCell::Pending | NoCell::Lent)) | None, Some(msg)) => Err(msg),
+    }
+}
+
+/// Sends `msg` to `dest`, a live actor on `worker`. From the pass of that
+/// worker (a handler) it goes straight into the mailbox; from a process
+/// of that worker, or when the target is lent out or not installed, it is
+/// staged in `pending_local` in a block of the worker's cache (no
+/// allocation in steady state); from another worker it goes in such a
+/// block to `worker`'s mail lane, and from any other thread boxed.
 pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, dest: Pid, msg: M) {
     // Preemption off: the cache and `pending_local` are the driver's too.
     let _np = NoPreempt::new();
     let mut msg = Some(msg);
     let mut cross = None;
-    Local::with_any(shared, |local| {
+    Local::with_any_here(shared, |local, driver| {
         let Some(msg) = msg.take() else { return };
-        let envelope = Envelope::new_in(&local.cache, dest, Msg(msg));
         if local.worker == worker {
-            local.pending_local.borrow_mut().push(envelope);
             bump(&local.counters.local_sends, 1);
+            if let Err(msg) = deliver_msg_here(driver, local, dest, msg) {
+                let envelope = Envelope::new_in(&local.cache, dest, Msg(msg));
+                local.pending_local.borrow_mut().push(envelope);
+            }
         } else {
             bump(&local.counters.cross_sends, 1);
-            cross = Some(envelope);
+            cross = Some(Envelope::new_in(&local.cache, dest, Msg(msg)));
         }
     });
     let envelope = match (cross, msg) {

@@ -141,7 +141,9 @@ pub(crate) struct Local {
     /// Actors with entries to handle, each at most once (its cell's
     /// `queued` flag).
     pub(crate) runnable: RefCell<VecDeque<Pid>>,
-    /// Same-worker sends of this pass, delivered at its end.
+    /// Same-worker sends that could not go straight into their target's
+    /// mailbox (a process's, an actor's to itself, one to an actor not
+    /// installed yet), delivered at the end of the pass.
     pub(crate) pending_local: RefCell<Vec<Envelope>>,
     /// Actors spawned on this worker by its own handlers and processes.
     pub(crate) local_spawns: RefCell<VecDeque<Envelope>>,
@@ -214,6 +216,18 @@ impl Local {
             Some(f(local))
         })
         .flatten()
+    }
+
+    /// The calling thread's worker state for `shared`, whatever worker,
+    /// passed to `f` with that worker's driver if no process runs (a
+    /// handler, or other code of the worker's pass).
+    #[inline]
+    pub(crate) fn with_any_here<R>(
+        shared: &Shared,
+        f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
+    ) -> Option<R> {
+        Driver::with_state_here(shared, |state, driver| Some(f(state.downcast_ref::<Local>()?, driver)))
+            .flatten()
     }
 
     /// Puts `pid` on the runnable list unless its cell's `queued` flag
@@ -315,7 +329,8 @@ pub struct ActorStats {
     pub mailbox_depth: u64,
     /// Mailbox entries handled (messages and signals).
     pub handled: u64,
-    /// Sends staged in `pending_local` (from this worker to itself).
+    /// Sends from this worker to its own actors (straight into the
+    /// mailbox, or staged in `pending_local`).
     pub local_sends: u64,
     /// Sends from this worker (a handler or a process) into another
     /// worker's transfer queue.

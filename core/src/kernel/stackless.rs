@@ -22,11 +22,13 @@
 //! only through a [`Driver`]: a token the kernel makes for the plugin's
 //! share of a pass, for `woken` and for the admin step, borrowed for that
 //! call alone and never `Send`. It hands out the cell of one of its
-//! worker's bodies at a time, inside a closure; a nested request (a cell
-//! asked for while one is out) is refused, so a `&mut` to a cell never has
-//! a twin.
+//! worker's bodies inside a closure. A loan may nest inside the loan of
+//! another cell (a handler's send putting a message straight into another
+//! actor's mailbox), one level deep; a request for a cell that is lent out
+//! already is refused, so a `&mut` to a cell never has a twin.
 
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current::Current;
 use crate::kernel::error::SpawnError;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -210,14 +212,17 @@ impl<'c> CellRef<'c> {
 pub(crate) struct OnWorker {
     plugin: Arc<dyn WorkerPlugin>,
     state: Box<dyn Any>,
-    /// A cell of this worker is lent out ([`Driver::with_cell`]).
-    lent: Cell<bool>,
+    /// How many cells of this worker are lent out ([`Driver::with_cell`]):
+    /// at most two at once, of two different slots.
+    loans: Cell<u8>,
+    /// The slot index of the outer loan, while one is out.
+    outer_loan: Cell<u32>,
 }
 
 impl OnWorker {
     pub(crate) fn new(plugin: Arc<dyn WorkerPlugin>, shared: &Arc<Shared>, worker: usize) -> OnWorker {
         let state = plugin.worker_state(shared, worker);
-        OnWorker { plugin, state, lent: Cell::new(false) }
+        OnWorker { plugin, state, loans: Cell::new(0), outer_loan: Cell::new(0) }
     }
 
     /// The plugin's state for this worker.
@@ -233,19 +238,24 @@ pub(crate) enum NoCell {
     Dead,
     /// Reserved, its body not installed yet.
     Pending,
-    /// Another cell of this worker is lent out right now.
+    /// That cell is lent out right now, or two cells of this worker are.
     Lent,
 }
 
 /// The right to one worker's stackless bodies: made by the kernel on the
 /// thread driving that worker, outside any process, for one call of the
-/// plugin (or one admin step); never `Send`, never outliving the call.
+/// plugin (or one admin step, or one send from the worker's own pass:
+/// [`Driver::with_state_here`]); never `Send`, never outliving the call. Every
+/// driver of a worker shares its loan count, so two drivers of one worker
+/// alive at once (a send's inside the pass's) lend no cell twice.
 pub(crate) struct Driver<'a> {
     shared: &'a Shared,
     worker: usize,
     on: Option<&'a OnWorker>,
     /// The worker's timers, where the plugin's earliest deadline is kept.
     timers: &'a RefCell<Timers>,
+    /// The worker's record of the code it runs.
+    current: &'a Current,
     /// Not `Send` or `Sync`: the right belongs to the driving thread.
     _here: PhantomData<*const ()>,
 }
@@ -253,7 +263,47 @@ pub(crate) struct Driver<'a> {
 impl<'a> Driver<'a> {
     /// The driver of `core`'s worker, for the pass now running it.
     fn of(core: &'a WorkerCore, shared: &'a Shared) -> Driver<'a> {
-        Driver { shared, worker: core.id, on: core.stackless(), timers: &core.timers, _here: PhantomData }
+        Driver {
+            shared,
+            worker: core.id,
+            on: core.stackless(),
+            timers: &core.timers,
+            current: &core.current,
+            _here: PhantomData,
+        }
+    }
+
+    /// Runs `f` as the code of handler actor `pid`, as
+    /// [`current::as_handler`](crate::kernel::current::as_handler) does,
+    /// without looking the worker up again.
+    #[inline]
+    pub(crate) fn as_handler<R>(&self, pid: Pid, f: impl FnOnce() -> R) -> R {
+        let previous = self.current.handling.replace(Some(pid));
+        let result = f();
+        self.current.handling.set(previous);
+        result
+    }
+
+    /// Runs `f` with the plugin's state for the calling thread's worker,
+    /// if it drives one of `shared`'s and has made that state, and with
+    /// that worker's driver if no process runs (in a handler, or other
+    /// code of the worker's own pass): one look at the worker for both.
+    /// What `f` can reach through the driver is guarded as in any other
+    /// call: a cell already lent out is refused.
+    #[inline]
+    pub(crate) fn with_state_here<R>(
+        shared: &Shared,
+        f: impl FnOnce(&dyn Any, Option<&Driver<'_>>) -> R,
+    ) -> Option<R> {
+        worker::with_core(|core| {
+            if !core.is(shared, core.id) {
+                return None;
+            }
+            let on = core.stackless()?;
+            let driver = core.current.running.get().is_none().then(|| Driver::of(core, shared));
+            Some(f(on.state(), driver.as_ref()))
+        })
+        .flatten()
     }
 
     /// Now, on the platform clock the worker's timers are on.
@@ -309,29 +359,37 @@ impl<'a> Driver<'a> {
     }
 
     /// Runs `f` on the cell of `pid`, a live stackless body of this worker,
-    /// with no other cell lent out.
+    /// lent for the call: refused if that cell is lent out already, or if
+    /// two cells are (a loan may nest inside the loan of another cell, as
+    /// when a handler's send puts a message straight into the mailbox of
+    /// another actor of its worker, but no deeper).
     #[inline]
     fn access<R>(&self, pid: Pid, f: impl FnOnce(&mut Option<StacklessCell>) -> R) -> Result<R, NoCell> {
         // No plugin: no stackless body was ever installed.
         let on = self.on.ok_or(NoCell::Dead)?;
         let slot = self.own_slot(pid).ok_or(NoCell::Dead)?;
-        if on.lent.replace(true) {
-            return Err(NoCell::Lent);
+        match on.loans.get() {
+            0 => on.outer_loan.set(pid.index()),
+            1 if on.outer_loan.get() != pid.index() => {}
+            _ => return Err(NoCell::Lent),
         }
+        on.loans.set(on.loans.get() + 1);
         /// Takes the loan back on every way out, an unwinding panic too.
-        struct Return<'a>(&'a Cell<bool>);
+        struct Return<'a>(&'a Cell<u8>);
         impl Drop for Return<'_> {
             fn drop(&mut self) {
-                self.0.set(false);
+                self.0.set(self.0.get() - 1);
             }
         }
-        let _return = Return(&on.lent);
+        let _return = Return(&on.loans);
         // SAFETY: the slot holds a live stackless body of this worker, so
         // only this worker's driver touches its body, and we are that
-        // driver, outside any process (a `Driver` exists nowhere else). The
-        // loan flag was clear: no other reference into a cell of this
-        // worker is live, and none can be made until `f` returns. Only the
-        // cell field is borrowed, not the rest of the body.
+        // driver, outside any process (a `Driver` exists nowhere else). No
+        // other reference into this slot's cell is live: no loan was out,
+        // or the one that is is of another slot (loans nest, so that one
+        // outlives this one), and no loan of this slot can be made until
+        // `f` returns. Only the cell field is borrowed, not the rest of
+        // the body.
         let cell = unsafe { &mut *core::ptr::addr_of_mut!((*slot.body.get()).cell) };
         Ok(f(cell))
     }
@@ -373,7 +431,7 @@ impl<'a> Driver<'a> {
     /// it is queued (a stop request got there first) — the worker will call
     /// `woken` for it, which should then end it — or not this worker's.
     pub(crate) fn end(&self, pid: Pid, reason: ExitReason) -> bool {
-        if self.own_slot(pid).is_none() || self.on.is_some_and(|on| on.lent.get()) {
+        if self.own_slot(pid).is_none() || self.on.is_some_and(|on| on.loans.get() > 0) {
             return false;
         }
         let slot = self.shared.slot_of(pid);

@@ -26,11 +26,12 @@
 //! - a block delivered with the cache that made it
 //!   ([`Envelope::deliver_in`] on the same worker) goes straight back to
 //!   that cache: a local send allocates nothing once the cache is warm;
-//! - a block delivered on another worker is pushed onto its maker's
-//!   [`Home`] (an MPSC list per class), which the maker drains into its
-//!   cache when that class runs dry and at the start of each pass: the
+//! - a block delivered on another worker joins the chain that worker's
+//!   cache gathers for the block's maker, pushed onto the maker's
+//!   [`Home`] (a list per class) a chain at a time, which the maker takes
+//!   whole into its cache when that class runs dry and when it idles: the
 //!   block is never freed on another thread's heap, and the consumer pays
-//!   one atomic swap for it;
+//!   a share of one compare-and-swap for it;
 //! - a node dropped undelivered (with a queue, a held list or a runtime
 //!   that drops) and a node delivered without a cache
 //!   ([`Envelope::deliver`]) go to the allocator: every block is an
@@ -166,11 +167,10 @@ unsafe fn release<F: Family, P: Deliver<F>>(header: NonNull<Header<F>>, cache: O
     match cache {
         // SAFETY: a block of `class` made by this cache, given up.
         Some(cache) if ptr::eq(cache.home(), home) => unsafe { cache.put(header.cast(), class) },
-        Some(cache) => match cache.family_home(home) {
+        Some(cache) => match cache.family_index(home) {
             // SAFETY: the block starts with its link and was made with
-            // `class` by a cache; the home is alive (the cache holds its
-            // family).
-            Some(home) => unsafe { home.give_back(header.cast(), class) },
+            // `class` by a cache of that home, one of `cache`'s family.
+            Some(home) => unsafe { cache.send_home(home, header.cast(), class) },
             // SAFETY: a block of `class`, holding nothing to drop.
             None => unsafe { free_block(header.cast(), class) },
         },
@@ -511,7 +511,11 @@ mod tests {
         }
         assert_eq!(drops.load(Ordering::Relaxed), 4, "each payload dropped once");
         assert_eq!(cache_b.len(class), 0, "B keeps none of A's blocks");
-        assert_eq!(cache_a.len(class), 0, "they wait in A's home");
+        assert_eq!(cache_a.len(class), 0, "they wait in B's chain for A's home");
+        cache_a.trim();
+        assert_eq!(cache_a.len(class), 0, "a chain shorter than a batch waits for B's flush");
+        cache_b.flush();
+        assert_eq!(cache_a.len(class), 0, "then in A's home");
         cache_a.trim();
         assert_eq!(cache_a.len(class), 4, "A takes them back");
         // A block of another runtime's worker goes to the allocator: its
@@ -519,6 +523,7 @@ mod tests {
         let foreign = Envelope::<Test>::new_in(&stranger, Pid::from_parts(8, 1), Counted(8, drops.clone()));
         assert!(foreign.deliver_in(&cx, &cache_b).is_ok());
         assert_eq!(cache_b.len(class), 0, "B keeps no stranger's block");
+        cache_b.flush();
         stranger.trim();
         assert_eq!(stranger.len(class), 0, "nor does it send it to a home it cannot vouch for");
         // A large payload is boxed and freed, never cached.

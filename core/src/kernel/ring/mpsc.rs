@@ -31,6 +31,23 @@ impl Link {
     pub(crate) fn new() -> Link {
         Link { next: AtomicPtr::new(ptr::null_mut()) }
     }
+
+    /// A link to `next`, for lists other than an [`Mpsc`] that thread
+    /// nodes through their links.
+    pub(crate) fn to(next: *mut Link) -> Link {
+        Link { next: AtomicPtr::new(next) }
+    }
+
+    /// The next node, as its owner last set it (`Relaxed`: publishing the
+    /// list is the job of whoever hands it over).
+    pub(crate) fn next(&self) -> *mut Link {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Sets the next node (`Relaxed`, as [`next`](Self::next)).
+    pub(crate) fn set_next(&self, next: *mut Link) {
+        self.next.store(next, Ordering::Relaxed);
+    }
 }
 
 /// An intrusive MPSC queue of nodes that begin with a [`Link`].
