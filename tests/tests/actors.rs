@@ -267,7 +267,7 @@ impl Actor for Relay {
 }
 
 #[test]
-fn same_worker_sends_are_not_recursive_in_the_current_pass() {
+fn same_worker_sends_run_later_in_the_pass_and_self_sends_next_pass() {
     for workers in [1, 4] {
         let mut s = stepper(workers, |_| {});
         let rt = s.runtime().clone();
@@ -279,13 +279,14 @@ fn same_worker_sends_are_not_recursive_in_the_current_pass() {
         settle(&mut s);
         a.send(3).unwrap();
         s.try_tick();
-        // A handled its one message; its sends to B and to itself wait for
-        // the next pass.
+        // A handled its one message; its send to B went straight into B's
+        // mailbox and B ran later in the same pass; its send to itself is
+        // staged for the next pass.
         assert_eq!(handled.load(Ordering::SeqCst), 1);
-        assert!(log.seen.lock().unwrap().is_empty(), "B did not run in A's pass");
+        assert_eq!(*log.seen.lock().unwrap(), vec![(0, 3)], "B ran in A's pass");
         s.try_tick();
         assert_eq!(handled.load(Ordering::SeqCst), 2, "A's self-send is one message per pass");
-        assert_eq!(log.seen.lock().unwrap().len(), 1);
+        assert_eq!(log.seen.lock().unwrap().len(), 2);
         settle(&mut s);
         assert_eq!(handled.load(Ordering::SeqCst), 4);
         assert_eq!(*log.seen.lock().unwrap(), vec![(0, 3), (0, 2), (0, 1), (0, 0)]);
@@ -295,6 +296,82 @@ fn same_worker_sends_are_not_recursive_in_the_current_pass() {
         settle(&mut s);
         assert_eq!(rt.live(), 0);
     }
+}
+
+/// Two actors of one worker that bounce a message forever, tracing when
+/// each handler begins and ends.
+struct Bouncer {
+    name: &'static str,
+    peer: Option<Addr<Bouncer>>,
+    trace: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+enum Bounce {
+    Peer(Addr<Bouncer>),
+    Ball(u64),
+}
+
+impl Actor for Bouncer {
+    type Msg = Bounce;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, msg: Bounce) {
+        match msg {
+            Bounce::Peer(peer) => self.peer = Some(peer),
+            Bounce::Ball(n) => {
+                self.trace.lock().unwrap().push(format!("{} begins {n}", self.name));
+                if let Some(peer) = &self.peer {
+                    peer.send(Bounce::Ball(n + 1)).unwrap();
+                }
+                self.trace.lock().unwrap().push(format!("{} ends {n}", self.name));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_chain_of_same_worker_sends_runs_in_one_pass_never_recursively_and_bounded() {
+    let mut s = stepper(1, |_| {});
+    let rt = s.runtime().clone();
+    let trace = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let a = rt.spawn_actor_on(0, Bouncer { name: "a", peer: None, trace: trace.clone() }).unwrap();
+    let b = rt.spawn_actor_on(0, Bouncer { name: "b", peer: None, trace: trace.clone() }).unwrap();
+    a.send(Bounce::Peer(b.clone())).unwrap();
+    b.send(Bounce::Peer(a.clone())).unwrap();
+    settle(&mut s);
+    // A process of the same worker counts the passes it gets to run in.
+    let turns = Arc::new(AtomicU64::new(0));
+    let counter = turns.clone();
+    let (stop_tx, stop_rx) = smarm::channel::<()>();
+    rt.spawn_on(0, move || {
+        while stop_rx.try_recv() == Err(smarm::TryRecvError::Empty) {
+            counter.fetch_add(1, Ordering::SeqCst);
+            smarm::yield_now();
+        }
+    })
+    .unwrap();
+    s.try_tick();
+    let before = turns.load(Ordering::SeqCst);
+    a.send(Bounce::Ball(0)).unwrap();
+    s.try_tick();
+    let one_pass: Vec<String> = std::mem::take(&mut *trace.lock().unwrap());
+    // Several hops in the one pass, each handler over before the next
+    // begins (never recursive), and the pass ended: the chain is bounded.
+    assert!(one_pass.len() >= 2 * 8, "the chain ran on within the pass: {} events", one_pass.len());
+    assert!(one_pass.len() <= 2 * 70, "the chain is bounded per pass: {} events", one_pass.len());
+    for (i, pair) in one_pass.chunks(2).enumerate() {
+        let (who, n) = if i % 2 == 0 { ("a", i) } else { ("b", i) };
+        assert_eq!(pair, [format!("{who} begins {n}"), format!("{who} ends {n}")], "hop {i}");
+    }
+    // The bouncing goes on, and the process still gets its turns.
+    for _ in 0..5 {
+        s.try_tick();
+    }
+    assert!(turns.load(Ordering::SeqCst) >= before + 5, "the process ran in every pass");
+    assert!(!trace.lock().unwrap().is_empty(), "the ball kept bouncing");
+    drop(stop_tx);
+    a.stop().unwrap();
+    b.stop().unwrap();
+    settle(&mut s);
+    assert_eq!(rt.live(), 0);
 }
 
 /// A message that counts its drops.

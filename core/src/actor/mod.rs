@@ -41,7 +41,10 @@
 //! from a process there, one to the sender itself, or one to an actor not
 //! installed yet is staged in the worker's `pending_local` list and
 //! reaches the mailbox at the end of the current pass. Either way it is
-//! never run recursively: the target handles it on the next pass. A send
+//! never run recursively: a target the send made runnable handles it after
+//! the sending handler has returned — later in the same pass (up to 64
+//! such runs a pass) for a send straight into its mailbox, on the next
+//! pass for a staged one. A send
 //! from anywhere else (another worker, the runtime
 //! handle, a thread outside the runtime) moves one envelope into the
 //! target worker's transfer queue and wakes its driver. The message is
@@ -65,7 +68,7 @@
 //! what the processes staged in `pending_local`, drain the transfer queue
 //! (each drain, the admin one too, at most `worker_ingress_budget`
 //! entries); run each runnable actor for up to `actor_message_budget`
-//! entries (what their sends make runnable waits for the next pass);
+//! entries, then up to 64 more runs of actors their sends made runnable;
 //! install the actors its handlers spawned; deliver `pending_local`;
 //! publish statistics. A worker with nothing to do parks
 //! like one without actors.

@@ -23,6 +23,13 @@ use smarm_arch::{Arch, Native};
 /// One busy pass in this many is timed (and counts for this many).
 const PASS_SAMPLE: u64 = 16;
 
+/// Actors a pass may run beyond those runnable when its run step began:
+/// the targets of its handlers' same-worker sends, each after the handler
+/// that sent to it has returned. A message between two actors of one
+/// worker then costs a run, not a whole pass, while the pass stays
+/// bounded (processes, timers and ingress still come round).
+const CHAINED_RUNS: usize = 64;
+
 /// Delivers what was sent on this worker to its own actors and staged in
 /// `pending_local`. Returns whether there was any.
 fn deliver_pending_local(local: &Local, driver: &Driver<'_>) -> bool {
@@ -95,7 +102,10 @@ impl ActorSystem {
                     Some(reason) => After::End(reason, true),
                     None => {
                         if cell.len() > 0 {
-                            local.mark_runnable(pid, cell.queued());
+                            // Its budget is spent: behind the rest, from
+                            // the next pass (`Local::later`).
+                            *cell.queued() = true;
+                            local.later.borrow_mut().push_back(pid);
                         }
                         After::Nothing
                     }
@@ -240,14 +250,22 @@ impl WorkerPlugin for ActorSystem {
         // 2. The worker's extension.
         did |= self.extension_step(local);
 
-        // 3. Each runnable actor, up to the message budget. Those made
-        //    runnable from here on wait for the next pass.
+        // 3. Each runnable actor, up to the message budget; then, up to
+        //    `CHAINED_RUNS` more, those the handlers' sends made runnable
+        //    (each after its sender's handler returned: never recursive).
+        //    An actor that spends its budget goes to `later`: once a pass.
         let runnable = local.runnable.borrow().len();
-        for _ in 0..runnable {
+        for _ in 0..runnable + CHAINED_RUNS {
             let next = local.runnable.borrow_mut().pop_front();
             let Some(pid) = next else { break };
             self.run_one(&env, pid);
             did = true;
+        }
+        {
+            let mut later = local.later.borrow_mut();
+            if !later.is_empty() {
+                local.runnable.borrow_mut().extend(later.drain(..));
+            }
         }
 
         // 4. Children spawned by this pass's handlers exist before the

@@ -141,6 +141,11 @@ pub(crate) struct Local {
     /// Actors with entries to handle, each at most once (its cell's
     /// `queued` flag).
     pub(crate) runnable: RefCell<VecDeque<Pid>>,
+    /// Actors that used their whole message budget in the current pass's
+    /// run step and still have entries: runnable again from the next pass
+    /// (so a hot actor runs once a pass, while the step goes on with the
+    /// actors that sends made runnable). Empty outside the run step.
+    pub(crate) later: RefCell<VecDeque<Pid>>,
     /// Same-worker sends that could not go straight into their target's
     /// mailbox (a process's, an actor's to itself, one to an actor not
     /// installed yet), delivered at the end of the pass.
@@ -176,6 +181,7 @@ impl Local {
             worker,
             runtime,
             runnable: RefCell::new(VecDeque::new()),
+            later: RefCell::new(VecDeque::new()),
             pending_local: RefCell::new(Vec::new()),
             local_spawns: RefCell::new(VecDeque::new()),
             held: RefCell::new(BTreeMap::new()),
