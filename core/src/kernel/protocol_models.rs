@@ -76,15 +76,18 @@ fn send(ch: &SpinLock<Chan>, word: &StateWord, value: u32) -> bool {
     waiter.is_some_and(|epoch| wake(word, epoch))
 }
 
+/// A thread that sends `value` on `ch` to the process of `word`.
+fn spawn_sender(word: &Arc<StateWord>, ch: &Arc<SpinLock<Chan>>, value: u32) -> thread::JoinHandle<bool> {
+    let (word, ch) = (word.clone(), ch.clone());
+    thread::spawn(move || send(&ch, &word, value))
+}
+
 #[test]
 fn sender_racing_receiver_park() {
     loom::model(|| {
         let word = process();
         let ch = chan();
-        let sender = {
-            let (word, ch) = (word.clone(), ch.clone());
-            thread::spawn(move || send(&ch, &word, 42))
-        };
+        let sender = spawn_sender(&word, &ch, 42);
         // `Receiver::recv`: open a wait, look, register, park, loop.
         let got = loop {
             let epoch = word.begin_wait(G);
@@ -115,10 +118,7 @@ fn sender_racing_receiver_open_under_lock() {
     loom::model(|| {
         let word = process();
         let ch = chan();
-        let sender = {
-            let (word, ch) = (word.clone(), ch.clone());
-            thread::spawn(move || send(&ch, &word, 42))
-        };
+        let sender = spawn_sender(&word, &ch, 42);
         let got = loop {
             {
                 let mut c = ch.lock();
