@@ -68,7 +68,7 @@ mod models {
     use loom::thread;
 
     use super::Watch;
-    use crate::kernel::ring::{MpmcRing, Ring};
+    use crate::kernel::ring::MpmcRing;
 
     /// A producer pushes and signals only an unwatched consumer; the
     /// consumer, watching, looks at its queue, then ends its watch and
