@@ -395,7 +395,8 @@ impl EngineShared {
 
 impl EngineShared {
     /// Spins on `token` and on `ingress` (whether the driver's workers have
-    /// wakes or spawns queued, which skip the token of a watching driver)
+    /// wakes, spawns or actor mail queued, which skip the token of a
+    /// watching driver)
     /// for the budget if a spinner seat is free and the awake drivers leave
     /// a CPU for it. Returns whether a wake arrived (a token's is taken).
     fn spin(&self, token: &ParkToken, reactor: &Reactor, ingress: impl Fn() -> bool) -> bool {
@@ -426,8 +427,8 @@ impl EngineShared {
             {
                 break true;
             }
-            // Wakes and spawns into a watching driver's workers skip the
-            // token: they show in the queues themselves.
+            // Wakes, spawns and mail into a watching driver's workers skip
+            // the token: they show in the queues themselves.
             if ingress() {
                 break true;
             }
