@@ -42,7 +42,7 @@ pub use actor::{
 pub use kernel::config::MAX_ACTORS;
 pub use kernel::config::{Config, ConfigError, MAX_PROCESSES, MAX_WORKERS, MIN_BARE_STACK_SIZE};
 pub use kernel::current::handling_actor;
-pub use kernel::error::{JoinError, NoProc, NoSuchWorker, NotInProcess, SpawnError};
+pub use kernel::error::{JoinError, NoProc, NoSuchDriver, NoSuchWorker, NotInProcess, SpawnError};
 pub use kernel::exit::ExitReason;
 pub use kernel::host::HostHooks;
 pub use kernel::join::{spawn, spawn_on, JoinHandle};

@@ -8,13 +8,42 @@
 //! driver thread per worker, but no more than the CPUs the process may run
 //! on ([`available_cpus`]: the affinity mask and the cgroup quota), unless
 //! [`Builder::threads`] says otherwise. With fewer threads than workers,
-//! thread `t` drives workers `t`, `t + threads`, … — one bounded pass of
-//! each in turn — and all of them signal its one park token
+//! thread `t` starts with workers `t`, `t + threads`, … — one bounded pass
+//! of each in turn — and all of them signal its one park token
 //! ([`Drivers::Grouped`]). A process still stays on its worker; only the
 //! thread that runs the worker is shared. So more workers than CPUs cost
 //! nothing at a hand-off: the message goes to a thread that is running (or
 //! spinning), never to a sleeping one that the kernel must first schedule
 //! onto a CPU another driver holds.
+//!
+//! # Drivers trade workers
+//!
+//! That layout is only where the drivers start ([`Builder::worker_handoff`],
+//! on by default with more than one thread). Between two rounds (a round
+//! is one pass of each worker a driver holds) a driver may give workers to
+//! another:
+//!
+//! - *Gather.* A driver whose round found nothing to do gives every worker
+//!   it has held for at least [`HOLD`] and that has no work queued to a
+//!   driver whose last round found work. Work that goes back and forth
+//!   between workers — a ping-pong, a ring, a server and its clients —
+//!   then runs on one thread, and a message between them is a push into a
+//!   queue the same thread reads next, not a hop between CPUs.
+//! - *Spread.* A driver that has found more than one of its workers with
+//!   work at the start of every round for [`SPREAD_AFTER`] gives one of
+//!   them (held for at least [`HOLD`], not the first it holds) to a driver
+//!   whose last round found nothing, so parallel work uses the CPUs again.
+//!   Back-and-forth work never has two workers with work at once, so it
+//!   does not spread.
+//!
+//! A hand-off is [`Worker::move_to_driver`] (the worker's wakes now signal
+//! the new driver's token), a push into the new driver's inbox (a mutex
+//! and a flag it reads at every turn of its loop, and before it sleeps),
+//! and a notify of the new driver; the worker's processes, actors, timers
+//! and queues go with it untouched. No wake is lost in the move: a waker
+//! that read the old driver's token signals it, and the new driver looks
+//! at the worker's queues after its own next unwatch (`smarm-core`'s loom
+//! model `wake_into_a_moving_worker`).
 //!
 //! # Idle policy
 //!
@@ -84,7 +113,6 @@
 #![deny(unsafe_code)]
 
 use std::fmt;
-use std::ptr;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -108,6 +136,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// |---|---|---|
 /// | [`workers`](Builder::workers) | [`available_cpus`] | logical workers |
 /// | [`threads`](Builder::threads) | workers, at most [`available_cpus`] | OS threads driving them |
+/// | [`worker_handoff`](Builder::worker_handoff) | on | the threads trade workers between rounds |
 /// | [`ingress_budget`](Builder::ingress_budget) | 256 | items per ingress drain per pass (0 = unlimited) |
 /// | [`process_budget`](Builder::process_budget) | 64 | processes resumed per pass (0 = unlimited) |
 /// | [`max_processes`](Builder::max_processes) | no cap ([`MAX_PROCESSES`](crate::MAX_PROCESSES), 2^32 − 1) | most processes (handler actors included) alive at once; the slab grows to fit |
@@ -136,6 +165,8 @@ pub struct Builder {
     io_threads: usize,
     /// Driver threads; `None` = one per worker, at most one per CPU.
     threads: Option<usize>,
+    /// Drivers trade workers (see [`Builder::worker_handoff`]).
+    handoff: bool,
 }
 
 impl Default for Builder {
@@ -149,7 +180,7 @@ impl Builder {
     /// except that the worker count is [`available_cpus`].
     pub fn new() -> Builder {
         let config = Config { worker_count: available_cpus(), ..Config::default() };
-        Builder { config, io_threads: DEFAULT_IO_THREADS, threads: None }
+        Builder { config, io_threads: DEFAULT_IO_THREADS, threads: None, handoff: true }
     }
 
     /// Starts from `config` (every field of it, the worker count included)
@@ -263,9 +294,10 @@ impl Builder {
 
     /// Number of OS threads driving the workers. Default: one per worker,
     /// but no more than [`available_cpus`]. With fewer threads than workers,
-    /// thread `t` drives workers `t`, `t + threads`, `t + 2 × threads`, …,
-    /// one bounded pass of each in turn; a process still stays on its
-    /// worker. Clamped to `1 ..= workers`.
+    /// thread `t` starts with workers `t`, `t + threads`, `t + 2 × threads`,
+    /// …, one bounded pass of each in turn; a process still stays on its
+    /// worker. Clamped to `1 ..= workers`. Later the threads may trade
+    /// workers ([`worker_handoff`](Builder::worker_handoff)).
     ///
     /// Workers are logical: four workers on two CPUs run as two threads of
     /// two workers each, so a message between them is a hand-off between
@@ -292,6 +324,58 @@ impl Builder {
         self
     }
 
+    /// Whether the driver threads trade workers (default: yes). A worker
+    /// keeps its processes and actors for ever, but the thread that drives
+    /// it may change between two passes: an idle driver gives its idle
+    /// workers to a driver that is running, so work that goes back and
+    /// forth between workers (a ping-pong, a ring of processes) runs on one
+    /// thread without a hop between CPUs; and a driver whose passes take
+    /// long with more than one of its workers busy gives one of them to an
+    /// idle driver, so parallel work spreads back over the CPUs. A driver
+    /// keeps a worker it was given for at least a millisecond.
+    ///
+    /// The rules, applied between two rounds (a round is one pass of each
+    /// worker a driver holds):
+    ///
+    /// - a driver whose round found nothing to do gives its workers that
+    ///   have no work queued (and that it has held for at least 1 ms) to a
+    ///   driver whose last round found work;
+    /// - a driver that has found more than one of its workers with work at
+    ///   the start of every round for 50 µs gives one of them (held for at
+    ///   least 1 ms) to a driver whose last round found nothing.
+    ///
+    /// Work that goes back and forth never has two workers with work at
+    /// once, so it stays gathered. The move itself loses nothing: a
+    /// worker's processes, actors, timers and queues go with it, and a
+    /// wake that raced with the move still reaches whichever thread
+    /// drives the worker.
+    ///
+    /// Turn it off to keep each worker on the thread that first drives it,
+    /// as [`threads`](Builder::threads) lays them out.
+    ///
+    /// ```
+    /// let engine = smarm::Engine::builder().workers(2).worker_handoff(false).build().unwrap();
+    /// let rounds = engine.block_on(|| {
+    ///     let rt = smarm::current_runtime().unwrap();
+    ///     let (to_pong, from_ping) = smarm::channel::<u32>();
+    ///     let (to_ping, from_pong) = smarm::channel::<u32>();
+    ///     let pong = rt.spawn_on(1, move || from_ping.iter().for_each(|n| to_ping.send(n + 1).unwrap())).unwrap();
+    ///     let mut n = 0;
+    ///     for _ in 0..100 {
+    ///         to_pong.send(n).unwrap();
+    ///         n = from_pong.recv().unwrap();
+    ///     }
+    ///     drop(to_pong);
+    ///     pong.join().unwrap();
+    ///     n
+    /// });
+    /// assert_eq!(rounds.unwrap(), 100);
+    /// ```
+    pub fn worker_handoff(mut self, on: bool) -> Builder {
+        self.handoff = on;
+        self
+    }
+
     /// Most io threads running [`block_on_io`](crate::io::block_on_io) jobs
     /// at once; further jobs queue.
     pub fn io_threads(mut self, count: usize) -> Builder {
@@ -307,7 +391,7 @@ impl Builder {
     /// Builds the runtime and starts one driver thread per worker. The
     /// workers idle until something is spawned.
     pub fn build(self) -> Result<Engine, RunError> {
-        Engine::start(self.config, self.io_threads, self.threads)
+        Engine::start(self.config, self.io_threads, self.threads, self.handoff)
     }
 }
 
@@ -358,7 +442,48 @@ struct EngineShared {
     sleeps: Box<[AtomicU64]>,
     /// A thread waits in `block_on` / `wait` (and looks for deadlocks).
     host_waiting: AtomicBool,
+    /// Per driver, what the others see of it and hand it.
+    boards: Box<[Board]>,
+    /// The drivers trade workers ([`Builder::worker_handoff`], and more
+    /// than one driver).
+    handoff: bool,
+    /// [`SPREAD_AFTER`] in timestamp ticks.
+    spread_after: u64,
+    /// [`HOLD`] in timestamp ticks.
+    hold: u64,
 }
+
+/// What the other drivers see of one driver, and the workers they hand it;
+/// in its own cache block.
+#[derive(Default)]
+#[repr(align(128))]
+struct Board {
+    /// Workers handed to this driver and not yet in its loop.
+    inbox: std::sync::Mutex<Vec<Worker>>,
+    /// `inbox` has workers: read at every turn of the loop, without the
+    /// lock, and before the driver sleeps.
+    mail: AtomicBool,
+    /// The driver's last round found work: a driver going idle gives its
+    /// workers only to a running one.
+    running: AtomicBool,
+}
+
+impl Board {
+    /// Records whether the last round found work, writing only on a
+    /// change so the line stays shared in the readers' caches.
+    fn set_running(&self, running: bool) {
+        // Relaxed: a hint for the hand-off rules; it guards no data.
+        if self.running.load(Ordering::Relaxed) != running {
+            self.running.store(running, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A round (one pass of each of a driver's workers) this long, with more
+/// than one of its workers busy, gives one of them to an idle driver.
+const SPREAD_AFTER: Duration = Duration::from_micros(50);
+/// How long a driver keeps a worker it was given before it gives it away.
+const HOLD: Duration = Duration::from_millis(1);
 
 /// The low bit of a driver's sleep word: it sleeps with no deadline.
 const FOREVER: u64 = 1;
@@ -529,10 +654,15 @@ impl Engine {
 
     /// Builds and starts an engine from `config` with default io settings.
     pub fn new(config: Config) -> Result<Engine, RunError> {
-        Engine::start(config, DEFAULT_IO_THREADS, None)
+        Engine::start(config, DEFAULT_IO_THREADS, None, true)
     }
 
-    fn start(config: Config, io_threads: usize, threads: Option<usize>) -> Result<Engine, RunError> {
+    fn start(
+        config: Config,
+        io_threads: usize,
+        threads: Option<usize>,
+        handoff: bool,
+    ) -> Result<Engine, RunError> {
         let cpus = available_cpus();
         let drivers = threads.unwrap_or(cpus).clamp(1, config.worker_count.max(1));
         let spin_budget = config.spin_budget_cycles;
@@ -551,6 +681,10 @@ impl Engine {
             main: ParkToken::new(),
             sleeps: (0..drivers).map(|_| AtomicU64::new(0)).collect(),
             host_waiting: AtomicBool::new(false),
+            boards: (0..drivers).map(|_| Board::default()).collect(),
+            handoff: handoff && drivers > 1,
+            spread_after: runtime.timestamp_ticks(SPREAD_AFTER),
+            hold: runtime.timestamp_ticks(HOLD),
         });
         // Driver `d` drives the workers whose wakes signal token `d`.
         let mut groups: Vec<Vec<Worker>> = (0..drivers).map(|_| Vec::new()).collect();
@@ -716,8 +850,7 @@ impl Engine {
     fn drivers_still(&self) -> Option<u64> {
         let mut sum = 0u64;
         for (driver, word) in self.shared.sleeps.iter().enumerate() {
-            // Driver `d` drives worker `d` first; its token is theirs.
-            let Ok(token) = self.runtime.park_token(driver) else { return None };
+            let Ok(token) = self.runtime.driver_token(driver) else { return None };
             if token.state.load(Ordering::SeqCst) != PARKED {
                 return None;
             }
@@ -737,7 +870,7 @@ impl Engine {
         }
         self.shared.shutdown.store(true, Ordering::Release);
         for token in
-            (0..self.runtime.worker_count()).filter_map(|worker| self.runtime.park_token(worker).ok())
+            (0..self.runtime.driver_count()).filter_map(|driver| self.runtime.driver_token(driver).ok())
         {
             self.context.platform.unpark(token);
         }
@@ -757,11 +890,112 @@ impl Drop for Engine {
     }
 }
 
+/// One worker in a driver's hands, and when it came (timestamp ticks; 0 for
+/// the workers the driver starts with).
+struct Held {
+    worker: Worker,
+    since: u64,
+}
+
+impl EngineShared {
+    /// The other drivers, starting after `driver`.
+    fn others(&self, driver: usize) -> impl Iterator<Item = usize> + '_ {
+        (1..self.drivers).map(move |step| (driver + step) % self.drivers)
+    }
+
+    /// Takes the workers handed to `driver` into `held`.
+    fn take_mail(&self, driver: usize, held: &mut Vec<Held>) {
+        let board = &self.boards[driver];
+        let arrived = {
+            let mut inbox = board.inbox.lock().unwrap_or_else(|poison| poison.into_inner());
+            board.mail.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *inbox)
+        };
+        let now = Native::timestamp();
+        // A push that signalled the old driver is seen by a pass here, or
+        // at the latest by the look after our unwatch (`move_to_driver`).
+        held.extend(arrived.into_iter().map(|worker| Held { worker, since: now }));
+    }
+
+    /// Gives `workers` to driver `to`: moves their signals to its token,
+    /// puts them where it looks, and tells it.
+    fn hand(&self, runtime: &Runtime, to: usize, mut workers: Vec<Worker>) {
+        for worker in &mut workers {
+            // `to` is one of ours, so it is a driver of the runtime.
+            let _ = worker.move_to_driver(to);
+        }
+        let board = &self.boards[to];
+        board.inbox.lock().unwrap_or_else(|poison| poison.into_inner()).extend(workers);
+        board.mail.store(true, Ordering::Relaxed);
+        // Fences before it reads whether `to` watches: either `to` sees
+        // `mail` before it sleeps or its token is signalled.
+        let _ = runtime.notify_driver(to);
+    }
+
+    /// A round of `driver` found nothing to do: it gives its idle workers
+    /// (held long enough) to a driver that is running, so that work going
+    /// back and forth between them and that driver's runs on one thread.
+    fn gather(&self, runtime: &Runtime, driver: usize, held: &mut Vec<Held>) {
+        if held.is_empty() {
+            return;
+        }
+        let Some(to) = self.others(driver).find(|&d| self.boards[d].running.load(Ordering::Relaxed)) else {
+            return;
+        };
+        let now = Native::timestamp();
+        let mut moving = Vec::new();
+        let mut index = 0;
+        while index < held.len() {
+            let entry = &held[index];
+            if now.wrapping_sub(entry.since) >= self.hold && !entry.worker.has_work() {
+                moving.push(held.swap_remove(index).worker);
+            } else {
+                index += 1;
+            }
+        }
+        if !moving.is_empty() {
+            self.hand(runtime, to, moving);
+        }
+    }
+
+    /// More than one worker of `driver` has had work at the start of every
+    /// round since `since`: if that is [`SPREAD_AFTER`] ago, it gives one
+    /// of them (held long enough, not its first) to an idle driver, so the
+    /// work spreads over the CPUs again. (Work that goes back and forth
+    /// between two workers has only one of them with work at a time.)
+    fn spread(
+        &self,
+        runtime: &Runtime,
+        driver: usize,
+        held: &mut Vec<Held>,
+        pending: &[bool],
+        since: u64,
+    ) -> bool {
+        let now = Native::timestamp();
+        if now.wrapping_sub(since) < self.spread_after {
+            return false;
+        }
+        let Some(to) = self.others(driver).find(|&d| !self.boards[d].running.load(Ordering::Relaxed)) else {
+            return false;
+        };
+        let pick =
+            (1..held.len()).rev().find(|&i| pending[i] && now.wrapping_sub(held[i].since) >= self.hold);
+        let Some(index) = pick else { return false };
+        let worker = held.swap_remove(index).worker;
+        // Marked running now, so no one gathers onto it before its first
+        // round says so itself.
+        self.boards[to].set_running(true);
+        self.hand(runtime, to, vec![worker]);
+        true
+    }
+}
+
 /// The driver loop of one thread: a bounded pass of each of its workers in
-/// turn, then spin, then park on the token all of them signal.
+/// turn, then spin, then park on its token. Workers come and go between
+/// rounds when the drivers trade them (`Builder::worker_handoff`).
 fn drive(
     driver: usize,
-    mut workers: Vec<Worker>,
+    workers: Vec<Worker>,
     runtime: &Runtime,
     shared: &EngineShared,
     context: Arc<HostContext>,
@@ -773,33 +1007,53 @@ fn drive(
     let services = context.clone();
     let reactor = &services.reactor;
     let _entered = context::enter(context);
-    let Some(first) = workers.first() else { return };
-    // The runtime's own workers: each has a token.
-    let Ok(token) = runtime.park_token(first.id()) else { return };
+    let Ok(token) = runtime.driver_token(driver) else { return };
     debug_assert!(
-        workers.iter().all(|worker| runtime.park_token(worker.id()).is_ok_and(|t| ptr::eq(t, token))),
-        "a driver's workers share its park token"
+        workers.iter().all(|worker| runtime.driver_of(worker.id()) == Ok(driver)),
+        "a driver starts with the workers that signal its token"
     );
+    let board = &shared.boards[driver];
+    let mut held: Vec<Held> = workers.into_iter().map(|worker| Held { worker, since: 0 }).collect();
+    // Per held worker, whether it had work as the round began.
+    let mut pending: Vec<bool> = Vec::new();
+    // Since when more than one held worker has had work at every round.
+    let mut crowded_since: Option<u64> = None;
     let mut passes = 0u32;
     // Awake: wakes into our workers reach us through their queues, not the
     // token, until we unwatch before sleeping.
-    let first = first.id();
-    let _ = runtime.watch_ingress(first);
+    let _ = runtime.watch_driver(driver);
     loop {
         if shared.shutdown.load(Ordering::Acquire) {
             break;
         }
+        if board.mail.load(Ordering::Relaxed) {
+            shared.take_mail(driver, &mut held);
+        }
+        if shared.handoff && held.len() > 1 {
+            pending.clear();
+            pending.extend(held.iter().map(|entry| entry.worker.has_work()));
+            if pending.iter().filter(|&&p| p).count() > 1 {
+                let since = *crowded_since.get_or_insert_with(Native::timestamp);
+                if shared.spread(runtime, driver, &mut held, &pending, since) {
+                    crowded_since = None;
+                }
+            } else {
+                crowded_since = None;
+            }
+        }
         let mut did = false;
-        for worker in workers.iter_mut() {
-            did |= worker.try_tick();
+        for entry in held.iter_mut() {
+            did |= entry.worker.try_tick();
         }
         if did {
+            board.set_running(true);
             passes = passes.wrapping_add(1);
             if passes.is_multiple_of(POLL_EVERY) {
                 reactor.poll_pending();
             }
             continue;
         }
+        board.set_running(false);
         if runtime.is_finished() {
             platform.unpark(&shared.main);
         }
@@ -813,7 +1067,12 @@ fn drive(
         if !lone_poller && reactor.poll_pending() {
             continue;
         }
-        if !lone_poller && shared.spin(token, reactor, || workers.iter().any(Worker::has_ingress)) {
+        if shared.handoff {
+            shared.gather(runtime, driver, &mut held);
+        }
+        let ingress =
+            || board.mail.load(Ordering::Relaxed) || held.iter().any(|entry| entry.worker.has_ingress());
+        if !lone_poller && shared.spin(token, reactor, ingress) {
             continue;
         }
         if shared.shutdown.load(Ordering::Acquire) {
@@ -821,12 +1080,12 @@ fn drive(
         }
         // From here on a wake signals the token. One that came while we
         // watched has not: run a pass for it instead of sleeping.
-        let _ = runtime.unwatch_ingress(first);
-        if workers.iter().any(Worker::has_ingress) {
-            let _ = runtime.watch_ingress(first);
+        let _ = runtime.unwatch_driver(driver);
+        if ingress() {
+            let _ = runtime.watch_driver(driver);
             continue;
         }
-        let deadline = workers.iter().filter_map(Worker::next_deadline).min();
+        let deadline = held.iter().filter_map(|entry| entry.worker.next_deadline()).min();
         if shared.going_to_sleep(driver, deadline.is_none()) {
             // The last driver to sleep with nothing to wake it: the host
             // looks for a deadlock.
@@ -834,6 +1093,65 @@ fn drive(
         }
         shared.park(reactor, token, deadline);
         shared.woke(driver);
-        let _ = runtime.watch_ingress(first);
+        let _ = runtime.watch_driver(driver);
+    }
+    // Workers handed to us that we never took end here too, on a thread
+    // that has the runtime's context.
+    shared.take_mail(driver, &mut held);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use smarm_core::{Config, Drivers, NoSuchDriver, RuntimeParts};
+    use smarm_platform::linux::{EMPTY, NOTIFIED};
+
+    /// Two workers, one driver each, as the engine lays them out.
+    fn two_drivers() -> RuntimeParts {
+        let config = Config { worker_count: 2, ..Config::default() };
+        crate::build_parts(config, Drivers::Grouped(2)).expect("parts").0
+    }
+
+    #[test]
+    fn a_moved_worker_signals_its_new_driver() {
+        let RuntimeParts { runtime, mut workers } = two_drivers();
+        assert_eq!(runtime.driver_count(), 2);
+        assert_eq!((runtime.driver_of(0), runtime.driver_of(1)), (Ok(0), Ok(1)));
+        let tokens = [runtime.driver_token(0).unwrap(), runtime.driver_token(1).unwrap()];
+        workers[1].move_to_driver(0).unwrap();
+        assert_eq!(runtime.driver_of(1), Ok(0));
+        assert!(std::ptr::eq(runtime.park_token(1).unwrap(), tokens[0]));
+
+        // Driver 0 asleep (not watching): a spawn onto worker 1 signals
+        // driver 0's token, not driver 1's.
+        let handle = runtime.spawn_on(1, || 7).unwrap();
+        assert_eq!(tokens[0].state.load(std::sync::atomic::Ordering::SeqCst), NOTIFIED);
+        assert_eq!(tokens[1].state.load(std::sync::atomic::Ordering::SeqCst), EMPTY);
+        tokens[0].state.store(EMPTY, std::sync::atomic::Ordering::SeqCst);
+
+        // Driver 0 awake and watching: the next spawn signals no one and
+        // waits in worker 1's queue, where driver 0 looks.
+        runtime.watch_driver(0).unwrap();
+        let second = runtime.spawn_on(1, || 8).unwrap();
+        assert_eq!(tokens[0].state.load(std::sync::atomic::Ordering::SeqCst), EMPTY);
+        assert_eq!(tokens[1].state.load(std::sync::atomic::Ordering::SeqCst), EMPTY);
+        assert!(workers[1].has_ingress() && workers[1].has_work());
+        runtime.unwatch_driver(0).unwrap();
+        while workers[1].try_tick() {}
+        assert!(!workers[1].has_work());
+        assert!(matches!(handle.try_join(), Ok(Ok(7))));
+        assert!(matches!(second.try_join(), Ok(Ok(8))));
+    }
+
+    #[test]
+    fn driver_calls_name_a_driver_the_runtime_has() {
+        let RuntimeParts { runtime, mut workers } = two_drivers();
+        assert_eq!(workers[0].move_to_driver(2), Err(NoSuchDriver(2)));
+        assert_eq!(runtime.driver_of(0), Ok(0), "a refused move changes nothing");
+        assert!(runtime.driver_token(2).is_err());
+        assert_eq!(runtime.watch_driver(2), Err(NoSuchDriver(2)));
+        assert_eq!(runtime.unwatch_driver(9), Err(NoSuchDriver(9)));
+        assert_eq!(runtime.notify_driver(2), Err(NoSuchDriver(2)));
+        assert!(runtime.driver_of(2).is_err());
+        assert!(NoSuchDriver(2).to_string().contains("driver 2"));
     }
 }

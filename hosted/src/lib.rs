@@ -179,8 +179,8 @@ pub use smarm_core::MAX_ACTORS;
 pub use smarm_core::{
     begin_wait, current_runtime, current_worker, maybe_preempt, park, request_stop, retire_wait, self_pid,
     spawn_on, wake_at, yield_now, Admin, BuildError, Config, ConfigError, ExitReason, Instant, JoinError,
-    JoinHandle, NoPreempt, NoProc, NoSuchWorker, NotInProcess, Pid, Runtime, SpawnError, StatsSnapshot,
-    Waker, MAX_PROCESSES, MAX_WORKERS,
+    JoinHandle, NoPreempt, NoProc, NoSuchDriver, NoSuchWorker, NotInProcess, Pid, Runtime, SpawnError,
+    StatsSnapshot, Waker, MAX_PROCESSES, MAX_WORKERS,
 };
 // Process primitives: channels, select, the actor mutex, monitors, links
 // and the registry (each with its own documentation).

@@ -62,6 +62,18 @@ impl fmt::Display for NoSuchWorker {
 }
 impl core::error::Error for NoSuchWorker {}
 
+/// A driver index the runtime does not have: its drivers (the threads
+/// that sleep on its park tokens) are numbered `0 .. driver_count()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSuchDriver(pub usize);
+
+impl fmt::Display for NoSuchDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no driver {} in this runtime: drivers are numbered from 0 to driver_count() - 1", self.0)
+    }
+}
+impl core::error::Error for NoSuchDriver {}
+
 impl From<NoSuchWorker> for SpawnError {
     fn from(NoSuchWorker(worker): NoSuchWorker) -> SpawnError {
         SpawnError::NoSuchWorker(worker)

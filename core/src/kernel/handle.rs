@@ -7,7 +7,7 @@ use smarm_platform::{ParkToken, Platform};
 
 use crate::kernel::atomic::Ordering;
 use crate::kernel::config::Config;
-use crate::kernel::error::{NoProc, NoSuchWorker, SpawnError};
+use crate::kernel::error::{NoProc, NoSuchDriver, NoSuchWorker, SpawnError};
 use crate::kernel::join::JoinHandle;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::{Admin, Runtime};
@@ -113,10 +113,75 @@ impl Runtime {
         }
     }
 
-    /// The park token worker `worker`'s driver sleeps on.
+    /// The park token worker `worker`'s driver sleeps on (the token of
+    /// [`driver_of`](Self::driver_of)`(worker)`).
     pub fn park_token(&self, worker: usize) -> Result<&ParkToken, NoSuchWorker> {
-        let ingress = self.shared.workers.get(worker).ok_or(NoSuchWorker(worker))?;
-        Ok(&self.shared.tokens[ingress.token])
+        self.check_worker(worker)?;
+        Ok(&self.shared.tokens[self.shared.token_of(worker)])
+    }
+
+    /// How many drivers (park tokens) the runtime was built for: the
+    /// [`Drivers`](crate::Drivers) layout's count.
+    pub fn driver_count(&self) -> usize {
+        self.shared.tokens.len()
+    }
+
+    /// The driver that drives worker `worker` now: the one its wakes
+    /// signal. Set by the [`Drivers`](crate::Drivers) layout at build time
+    /// and moved by [`Worker::move_to_driver`](crate::Worker::move_to_driver).
+    pub fn driver_of(&self, worker: usize) -> Result<usize, NoSuchWorker> {
+        self.check_worker(worker)?;
+        Ok(self.shared.token_of(worker))
+    }
+
+    /// Ticks of the timestamp counter (`Arch::timestamp`) in `duration`,
+    /// from the runtime's calibration of the counter: for a host that
+    /// times its drivers with the counter rather than the clock.
+    pub fn timestamp_ticks(&self, duration: core::time::Duration) -> u64 {
+        self.shared.nanos_to_ticks(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The park token driver `driver` sleeps on.
+    pub fn driver_token(&self, driver: usize) -> Result<&ParkToken, NoSuchDriver> {
+        self.shared.tokens.get(driver).map(|token| &token.0).ok_or(NoSuchDriver(driver))
+    }
+
+    /// [`watch_ingress`](Self::watch_ingress) by driver: driver `driver`
+    /// is awake and looks at the ingress of every worker it drives before
+    /// it sleeps. For a host whose drivers may hold no worker for a while
+    /// (see [`Worker::move_to_driver`](crate::Worker::move_to_driver)).
+    pub fn watch_driver(&self, driver: usize) -> Result<(), NoSuchDriver> {
+        self.check_driver(driver)?;
+        self.shared.watch(driver);
+        Ok(())
+    }
+
+    /// [`unwatch_ingress`](Self::unwatch_ingress) by driver: called before
+    /// driver `driver` sleeps; it then looks at its workers' ingress (and
+    /// at anything else it was [notified](Self::notify_driver) of) once
+    /// more, and sleeps only if nothing is there.
+    pub fn unwatch_driver(&self, driver: usize) -> Result<(), NoSuchDriver> {
+        self.check_driver(driver)?;
+        self.shared.unwatch(driver);
+        Ok(())
+    }
+
+    /// Signals driver `driver` after publishing something it looks at
+    /// before it sleeps, as a wake does for a worker's queues: nothing if
+    /// the driver watches (it will look), else its park token. A host uses
+    /// it to hand a worker to a driver: publish the worker where that
+    /// driver looks, then call this.
+    pub fn notify_driver(&self, driver: usize) -> Result<(), NoSuchDriver> {
+        self.check_driver(driver)?;
+        self.shared.notify_driver(driver);
+        Ok(())
+    }
+
+    fn check_driver(&self, driver: usize) -> Result<(), NoSuchDriver> {
+        match driver < self.shared.tokens.len() {
+            true => Ok(()),
+            false => Err(NoSuchDriver(driver)),
+        }
     }
 
     /// Marks the driver of worker `worker` (the thread that sleeps on its
@@ -147,7 +212,7 @@ impl Runtime {
     /// ```
     pub fn watch_ingress(&self, worker: usize) -> Result<(), NoSuchWorker> {
         self.check_worker(worker)?;
-        self.shared.watch(worker);
+        self.shared.watch(self.shared.token_of(worker));
         Ok(())
     }
 
@@ -160,7 +225,7 @@ impl Runtime {
     /// if one has some.
     pub fn unwatch_ingress(&self, worker: usize) -> Result<(), NoSuchWorker> {
         self.check_worker(worker)?;
-        self.shared.unwatch(worker);
+        self.shared.unwatch(self.shared.token_of(worker));
         Ok(())
     }
 

@@ -33,7 +33,7 @@ use crate::kernel::extension::Extensions;
 use crate::kernel::host::{self, HostHooks};
 use crate::kernel::pid::Pid;
 use crate::kernel::preempt::NoPreempt;
-use crate::kernel::ring::watch::Watch;
+use crate::kernel::ring::watch::{self, Watch};
 use crate::kernel::ring::{CachePadded, WakeQueue};
 use crate::kernel::segments::{GrowError, Segments};
 use crate::kernel::slab::{Entry, Slot, STOP_NONE, STOP_REQUESTED};
@@ -51,8 +51,10 @@ pub(crate) struct WorkerShared {
     /// Envelopes for the stackless bodies of this worker, and the admin
     /// commands of the kernel and of its plugin (one admin lane).
     pub(crate) lanes: Lanes,
-    /// Which park token this worker's driver sleeps on.
-    pub(crate) token: usize,
+    /// Which park token this worker's driver sleeps on. Fixed at build
+    /// time unless the host moves the worker to another driver
+    /// ([`Worker::move_to_driver`]).
+    pub(crate) token: AtomicUsize,
     /// Written by the worker's driver at every pass: in its own cache block,
     /// away from `token`, which every waker of this worker reads.
     pub(crate) stats: CachePadded<WorkerStats>,
@@ -89,6 +91,9 @@ pub enum Drivers {
     /// wakes into any of one driver's workers costs it one signal.
     /// `Grouped(worker_count)` is [`PerWorker`](Drivers::PerWorker),
     /// `Grouped(1)` is [`Single`](Drivers::Single).
+    ///
+    /// This is where the drivers start: a host may later give a worker to
+    /// another driver ([`Worker::move_to_driver`](crate::Worker::move_to_driver)).
     Grouped(usize),
 }
 
@@ -104,7 +109,7 @@ impl Drivers {
         }
     }
 
-    /// The driver (and park token) of worker `worker`.
+    /// The driver (and park token) worker `worker` starts with.
     pub fn driver_of(self, worker: usize, worker_count: usize) -> usize {
         worker % self.driver_count(worker_count)
     }
@@ -240,7 +245,7 @@ impl RuntimeParts {
                 wake: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
                 spawn: WakeQueue::try_new().map_err(|_| BuildError::OutOfMemory)?,
                 lanes: Lanes::new(),
-                token: drivers.driver_of(id, config.worker_count),
+                token: AtomicUsize::new(drivers.driver_of(id, config.worker_count)),
                 stats: CachePadded(WorkerStats::default()),
             });
         }
@@ -429,6 +434,16 @@ impl Shared {
         ((ticks as u128 * nanos as u128) / self.timeslice_ticks as u128).min(u64::MAX as u128) as u64
     }
 
+    /// Ticks of the timestamp counter in `nanos` nanoseconds: the inverse
+    /// of [`ticks_to_nanos`](Self::ticks_to_nanos).
+    pub(crate) fn nanos_to_ticks(&self, nanos: u64) -> u64 {
+        let slice = u64::try_from(self.config.timeslice.as_nanos()).unwrap_or(u64::MAX);
+        if slice == 0 {
+            return nanos;
+        }
+        ((nanos as u128 * self.timeslice_ticks as u128) / slice as u128).min(u64::MAX as u128) as u64
+    }
+
     /// What worker `worker`'s driver knows of the live process in slot
     /// `index`, if the slot holds a live process (not a stackless body) of
     /// that worker.
@@ -615,31 +630,53 @@ impl Shared {
     /// spawn, a handler actors' lane) has just been pushed: nothing when the
     /// driver watches them, else its token.
     pub(crate) fn signal(&self, worker: usize) {
-        let token = self.workers[worker].token;
-        // After the push: either the driver's look before it sleeps sees
-        // the push, or this sees the watch ended (`ring::watch`).
-        if self.watched[token].0.must_signal() {
+        // Fence, then read which driver holds the worker and whether it
+        // watches: either that driver's look before it sleeps sees the
+        // push, or this sees its watch ended (`ring::watch`); and a driver
+        // that has just been handed the worker sees the push in its first
+        // pass, or this reads the new driver (`Worker::move_to_driver`).
+        watch::after_push();
+        // Relaxed: ordered by the fences.
+        let token = self.workers[worker].token.load(Ordering::Relaxed);
+        if !self.watched[token].0.is_watching() {
             self.platform.unpark(&self.tokens[token]);
         }
     }
 
-    /// The driver of `worker` is awake and will look at the ingress of
-    /// every worker on its token before it sleeps: pushes into them skip
-    /// the token until [`unwatch`](Self::unwatch).
-    pub(crate) fn watch(&self, worker: usize) {
-        self.watched[self.workers[worker].token].0.begin();
+    /// The driver (and park token) worker `worker` signals now.
+    pub(crate) fn token_of(&self, worker: usize) -> usize {
+        // Relaxed: a stale driver only costs a wake that finds nothing; the
+        // pushes that must not be lost go through `signal`.
+        self.workers[worker].token.load(Ordering::Relaxed)
     }
 
-    /// The driver of `worker` is about to sleep: pushes signal its token
-    /// again. The caller looks at its workers' ingress afterwards
+    /// Driver `driver` is awake and will look at the ingress of every
+    /// worker it drives before it sleeps: pushes into them skip its token
+    /// until [`unwatch`](Self::unwatch).
+    pub(crate) fn watch(&self, driver: usize) {
+        self.watched[driver].0.begin();
+    }
+
+    /// Driver `driver` is about to sleep: pushes signal its token again.
+    /// The caller looks at its workers' ingress afterwards
     /// (`Worker::has_ingress`): a push that skipped the token is seen there.
-    pub(crate) fn unwatch(&self, worker: usize) {
-        self.watched[self.workers[worker].token].0.end();
+    pub(crate) fn unwatch(&self, driver: usize) {
+        self.watched[driver].0.end();
+    }
+
+    /// Called after publishing something driver `driver` looks at before
+    /// it sleeps (as it looks at its queues): signals its token unless it
+    /// watches.
+    pub(crate) fn notify_driver(&self, driver: usize) {
+        watch::after_push();
+        if !self.watched[driver].0.is_watching() {
+            self.platform.unpark(&self.tokens[driver]);
+        }
     }
 
     /// Wakes the driver of `worker` if it is parked.
     pub(crate) fn notify(&self, worker: usize) {
-        let token = &self.tokens[self.workers[worker].token];
+        let token = &self.tokens[self.token_of(worker)];
         self.platform.unpark(token);
     }
 

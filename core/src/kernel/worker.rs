@@ -354,6 +354,72 @@ impl Worker {
         !(ingress.wake.is_empty() && ingress.spawn.is_empty()) || mail
     }
 
+    /// Whether this worker's next pass has work: a process ready to run
+    /// (queued by a yield, a wake or a spawn of its own), or anything in
+    /// its ingress ([`has_ingress`](Self::has_ingress)). Timers falling due
+    /// are not counted. A host with several workers per thread reads it
+    /// before a round to see how many of them have work at once.
+    pub fn has_work(&self) -> bool {
+        let core = self.core();
+        // Not inside a pass (`&self`, and passes need `&mut self`), so no
+        // borrow of the queues is live; were one, the worker is busy.
+        let ready = core.ready.try_borrow().map_or(true, |ready| !ready.is_empty());
+        let fresh = core.fresh.try_borrow().map_or(true, |fresh| !fresh.is_empty());
+        ready || fresh || self.has_ingress()
+    }
+
+    /// Moves this worker's signals to driver `driver`, before its owner
+    /// gives it to that driver: from here on its wakes, spawns and mail
+    /// signal (or, while it watches, skip) `driver`'s park token. Only a
+    /// host whose drivers trade workers calls it (a process never notices:
+    /// it stays on its worker, only the thread driving the worker changes).
+    ///
+    /// The protocol, which loses no wake:
+    ///
+    /// 1. the old driver calls this, *then* publishes the worker where the
+    ///    new driver looks (through a lock, or a release store the new
+    ///    driver reads with acquire) and calls
+    ///    [`Runtime::notify_driver`](crate::Runtime::notify_driver);
+    /// 2. the new driver takes it and, like for all its workers, looks at
+    ///    its [`has_ingress`](Self::has_ingress) after
+    ///    [`Runtime::unwatch_driver`](crate::Runtime::unwatch_driver) and
+    ///    before it sleeps.
+    ///
+    /// A push that read the old driver (and skipped the signal because the
+    /// old driver watched) came before the new driver's unwatch, so its
+    /// last look sees it; one that reads the new driver signals it as for
+    /// its own workers.
+    ///
+    /// ```
+    /// # use smarm_core::RuntimeParts;
+    /// # fn demo(parts: RuntimeParts) -> Result<(), smarm_core::NoSuchDriver> {
+    /// let RuntimeParts { runtime, mut workers } = parts;
+    /// let mut worker = workers.remove(1);
+    /// worker.move_to_driver(0)?;
+    /// // ... hand `worker` to driver 0's thread, then:
+    /// runtime.notify_driver(0)?;
+    /// assert_eq!(runtime.driver_of(1), Ok(0));
+    /// // On driver 0's thread, among its other workers:
+    /// while worker.try_tick() {}
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Errors: [`NoSuchDriver`](crate::NoSuchDriver) if the runtime has no
+    /// driver `driver` ([`Runtime::driver_count`](crate::Runtime::driver_count));
+    /// nothing changes then.
+    pub fn move_to_driver(&mut self, driver: usize) -> Result<(), crate::NoSuchDriver> {
+        let core = self.core();
+        if driver >= core.shared.tokens.len() {
+            return Err(crate::NoSuchDriver(driver));
+        }
+        // Relaxed: the hand-over that follows publishes it to the new
+        // driver, whose unwatch fence then orders it before any producer
+        // fence that comes later (loom model `wake_into_a_moving_worker`).
+        core.shared.workers[core.id].token.store(driver, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Earliest timer deadline on this worker, for a host deciding how long
     /// its driver may sleep. It includes the time the runtime's stack pool
     /// next looks for idle stacks to release, if it holds any: a pass with

@@ -50,15 +50,29 @@ impl Watch {
         fence(Ordering::SeqCst);
     }
 
+    /// Read by a producer after [`after_push`]: whether the consumer
+    /// watches (then the producer skips its signal).
+    #[inline]
+    pub(crate) fn is_watching(&self) -> bool {
+        // Relaxed: ordered by the fences.
+        self.watching.load(Ordering::Relaxed)
+    }
+
     /// Called by a producer after its push: whether it must signal the
     /// consumer's token (the consumer is not watching).
-    #[inline]
+    #[cfg(all(test, loom))]
     pub(crate) fn must_signal(&self) -> bool {
-        // SeqCst: pairs with the fence in `end` (module docs).
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fences.
-        !self.watching.load(Ordering::Relaxed)
+        after_push();
+        !self.is_watching()
     }
+}
+
+/// The producer's fence, after its push and before it reads which consumer
+/// to signal and whether that one watches.
+#[inline]
+pub(crate) fn after_push() {
+    // SeqCst: pairs with the fence in `Watch::end` (module docs).
+    fence(Ordering::SeqCst);
 }
 
 #[cfg(all(test, loom))]
@@ -102,6 +116,77 @@ mod models {
             if slept {
                 // Asleep with the value unseen: only the token wakes it.
                 assert!(token.load(Ordering::Acquire), "a wake was lost: asleep, not signalled");
+            }
+            if got.is_none() {
+                got = ring.pop();
+            }
+            assert_eq!(got, Some(7));
+        });
+    }
+
+    /// A worker moves from driver 1 to driver 0 while a producer pushes
+    /// into it. The producer signals the driver it reads, unless that one
+    /// watches. Driver 1 re-points the worker, then hands it over (a
+    /// release store; the engine's is a mutex), then sleeps without looking
+    /// at it. Driver 0, once the worker arrives, looks at its queue, ends
+    /// its watch, looks again and "sleeps" when it is empty: a value unseen
+    /// then must have signalled driver 0's token. No fence beyond the
+    /// watch's own is needed: if the producer read the old driver, its
+    /// fence precedes driver 0's `end` fence (the re-pointing happens
+    /// before that one), so driver 0's last look sees the push. Re-pointing
+    /// the worker after the hand-over instead of before makes loom find
+    /// the lost wake.
+    #[test]
+    fn wake_into_a_moving_worker() {
+        use loom::sync::atomic::AtomicUsize;
+
+        use super::after_push;
+
+        loom::model(|| {
+            let ring = Arc::new(MpmcRing::<u32>::new(2));
+            let watched = Arc::new([Watch::default(), Watch::default()]);
+            let signalled = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+            let driver_of = Arc::new(AtomicUsize::new(1));
+            let handed = Arc::new(AtomicBool::new(false));
+            watched[0].begin();
+            watched[1].begin();
+            let producer = {
+                let (ring, watched, signalled, driver_of) =
+                    (ring.clone(), watched.clone(), signalled.clone(), driver_of.clone());
+                thread::spawn(move || {
+                    ring.push(7).expect("room");
+                    after_push();
+                    let driver = driver_of.load(Ordering::Relaxed);
+                    if !watched[driver].is_watching() {
+                        signalled[driver].store(true, Ordering::Release);
+                    }
+                })
+            };
+            let old = {
+                let (watched, driver_of, handed) = (watched.clone(), driver_of.clone(), handed.clone());
+                thread::spawn(move || {
+                    driver_of.store(0, Ordering::Relaxed);
+                    handed.store(true, Ordering::Release);
+                    // Holds no worker now: ends its watch and sleeps.
+                    watched[1].end();
+                })
+            };
+            // Driver 0: takes the worker when it is handed over.
+            while !handed.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+            let mut got = ring.pop();
+            let slept = got.is_none() && {
+                watched[0].end();
+                ring.is_empty()
+            };
+            producer.join().unwrap();
+            old.join().unwrap();
+            if slept {
+                assert!(
+                    signalled[0].load(Ordering::Acquire),
+                    "a wake was lost: the new driver sleeps, not signalled"
+                );
             }
             if got.is_none() {
                 got = ring.pop();
