@@ -290,7 +290,7 @@ fn recv_match_parks(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {
         let (tx, rx) = smarm::channel::<u32>();
-        // The predicate runs once per queued message per scan: count scans.
+        // Count the predicate's calls: one per message it looks at.
         let evaluated = Arc::new(AtomicUsize::new(0));
         let (e, seen) = (evaluated.clone(), evaluated.clone());
         let sender = smarm::spawn_on(next_worker(workers), move || {
@@ -312,9 +312,10 @@ fn recv_match_parks(drive: Drive) {
             *v == 10
         });
         assert_eq!(got, Ok(10));
-        // It parked and re-scanned on arrivals: the predicate saw messages
-        // more than once (a single scan of ten messages is ten calls).
-        assert!(evaluated.load(Ordering::SeqCst) > 10, "recv_match never re-scanned");
+        // It parked (the sender waited for its first scan) and looked at
+        // each arrival once: the messages it looked at before it parked
+        // are not scanned again, so ten messages are ten calls.
+        assert_eq!(evaluated.load(Ordering::SeqCst), 10, "each message is looked at once");
         // A second selective receive, for a message not sent yet.
         assert_eq!(rx.recv_match(|v| *v == 15), Ok(15));
         sender.join().unwrap();
@@ -578,3 +579,76 @@ fn stop_parked_receiver(drive: Drive) {
 }
 
 drive_tests!(stop_parked_receiver => receiver_stopped_in_recv_ends_stopped_and_closes_the_channel, receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_workers, receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_threads);
+
+/// An unbounded receiver takes the whole queue at its first look and
+/// returns the rest from its own buffer: `len`, selective receive, select
+/// readiness and the receiver's drop all see those messages, and every
+/// message is dropped exactly once.
+#[test]
+fn messages_taken_in_a_batch_stay_visible_until_received() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = smarm::channel::<Counted>();
+    for value in 0..6 {
+        tx.send(Counted::new(&drops, value)).unwrap();
+    }
+    // The first receive takes the batch: five stay with the receiver.
+    assert_eq!(rx.try_recv().map(|m| m.value).ok(), Some(0));
+    assert_eq!(rx.len(), 5);
+    tx.send(Counted::new(&drops, 6)).unwrap();
+    assert_eq!(rx.len(), 6, "taken and queued messages both count");
+    // A selective receive looks at the taken ones first, then the queue,
+    // and leaves the rest in order.
+    assert_eq!(rx.try_recv_match(|m| m.value == 6).map(|m| m.value).ok(), Some(6));
+    assert_eq!(rx.try_recv_match(|m| m.value == 3).map(|m| m.value).ok(), Some(3));
+    assert!(matches!(rx.try_recv_match(|m| m.value == 9), Err(TryRecvError::Empty)));
+    // With nothing queued, the taken messages still make a select ready.
+    let (_idle_tx, idle) = smarm::channel::<Counted>();
+    assert_eq!(smarm::select_timeout(&[&idle, &rx], Duration::ZERO), Some(1));
+    assert_eq!(rx.try_recv().map(|m| m.value).ok(), Some(1));
+    assert_eq!(drops.load(Ordering::SeqCst), 4);
+    // Senders gone: the taken messages still come out before Disconnected.
+    drop(tx);
+    assert_eq!(rx.try_iter().map(|m| m.value).collect::<Vec<_>>(), [2, 4, 5]);
+    assert!(matches!(rx.try_recv(), Err(TryRecvError::Disconnected)));
+    assert_eq!(drops.load(Ordering::SeqCst), 7);
+
+    // A receiver dropped with messages taken drops each of them once.
+    let (tx, rx) = smarm::channel::<Counted>();
+    for value in 0..10 {
+        tx.send(Counted::new(&drops, value)).unwrap();
+    }
+    assert!(rx.try_recv().is_ok());
+    tx.send(Counted::new(&drops, 10)).unwrap();
+    drop(rx);
+    assert_eq!(drops.load(Ordering::SeqCst), 7 + 11);
+    assert!(tx.send(Counted::new(&drops, 11)).is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 7 + 12);
+}
+
+/// A producer and a consumer on two threads: every message arrives once,
+/// in order, however the consumer's batches fall.
+fn producer_consumer(drive: Drive) {
+    const COUNT: u64 = 200_000;
+    let workers = drive.workers();
+    let (sum, received) = drive.run(move || {
+        let (tx, rx) = smarm::channel::<u64>();
+        let consumer = smarm::spawn_on(next_worker(workers), move || {
+            let (mut sum, mut next) = (0u64, 0u64);
+            for value in rx.iter() {
+                assert_eq!(value, next, "in order");
+                next += 1;
+                sum += value;
+            }
+            (sum, next)
+        })
+        .unwrap();
+        for value in 0..COUNT {
+            tx.send(value).unwrap();
+        }
+        drop(tx);
+        consumer.join().unwrap()
+    });
+    assert_eq!(received, COUNT);
+    assert_eq!(sum, COUNT * (COUNT - 1) / 2);
+}
+drive_tests!(producer_consumer => producer_consumer_one_worker, producer_consumer_four_workers, producer_consumer_four_threads);

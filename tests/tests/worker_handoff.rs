@@ -122,7 +122,8 @@ fn busy_workers_spread_over_the_threads() {
                 })
                 .collect();
             let start = Instant::now();
-            while rt.driver_of(0) == rt.driver_of(1) && start.elapsed() < PATIENCE {
+            let both_ran = || spins.iter().all(|count| count.load(Ordering::Relaxed) > 0);
+            while (rt.driver_of(0) == rt.driver_of(1) || !both_ran()) && start.elapsed() < PATIENCE {
                 smarm::sleep(Duration::from_millis(1));
             }
             let spread = rt.driver_of(0) != rt.driver_of(1);

@@ -25,6 +25,13 @@
 //! after the lock is released, since a message may own a `Sender` whose
 //! drop takes another channel's lock.
 //!
+//! Unbounded channels: a receiver's look under the lock takes the whole
+//! queue into the receiver's own buffer (the two `VecDeque`s trade
+//! places), and the next receives come from that buffer without the
+//! lock. A sender and a receiver on two CPUs then meet at the lock once
+//! a batch, not once a message. Bounded channels take one message a look:
+//! a queued message counts against the capacity until it is received.
+//!
 //! Rendezvous: a sender leaves its value in an *offer* (with a ticket and
 //! its waker) and parks; the receiver takes the value out of the offer and
 //! wakes the sender, which finds its ticket gone and returns `Ok`. A sender
@@ -38,6 +45,7 @@
 
 use alloc::collections::VecDeque;
 use alloc::sync::{Arc, Weak};
+use core::cell::RefCell;
 use core::fmt;
 use core::time::Duration;
 
@@ -189,8 +197,18 @@ pub struct Sender<T> {
 /// }
 /// assert_eq!(got, [0, 1, 2]);
 /// ```
+///
+/// Like std's, a receiver may move to another thread but is not shared
+/// between threads (`Send`, not `Sync`).
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
+    /// Unbounded channels only: messages the receiver has taken out of the
+    /// queue and not yet returned, oldest first. A look under the lock
+    /// takes the whole queue at once, so a sender and a receiver running
+    /// on two CPUs meet at the lock once a batch rather than once a
+    /// message. (A bounded channel leaves its messages queued: they count
+    /// against its capacity until received.)
+    taken: RefCell<VecDeque<T>>,
 }
 
 impl<T> fmt::Debug for Sender<T> {
@@ -220,7 +238,7 @@ fn new_chan<T>(capacity: Option<usize>, waited_as: WaitKind) -> (Sender<T>, Rece
         capacity,
         waited_as,
     });
-    (Sender { chan: chan.clone() }, Receiver { chan })
+    (Sender { chan: chan.clone() }, Receiver { chan, taken: RefCell::new(VecDeque::new()) })
 }
 
 /// An unbounded channel: `send` never blocks (std's `mpsc::channel`).
@@ -891,8 +909,8 @@ impl<T: Send> Receiver<T> {
     /// holds, parking and re-scanning as messages arrive. Others stay queued
     /// in order.
     ///
-    /// `pred` runs under the channel lock: keep it cheap and pure, and
-    /// never touch a channel from it.
+    /// `pred` may run under the channel lock: keep it cheap and pure, and
+    /// never touch a channel (this receiver least of all) from it.
     #[track_caller]
     pub fn recv_match(&self, pred: impl Fn(&T) -> bool) -> Result<T, RecvError> {
         let here = Here::get();
@@ -917,10 +935,13 @@ impl<T: Send> Receiver<T> {
     /// [`poll`](Self::poll) from the worker record `here` the caller
     /// looked up.
     fn poll_in(&self, pred: &impl Fn(&T) -> bool, here: Here) -> Result<T, TryRecvError> {
+        if let Some(value) = self.take_taken(pred) {
+            return Ok(value);
+        }
         let mut inner = self.chan.inner.lock_in(here);
         // The receiver is looking, so it is not parked in recv.
         inner.receiving = false;
-        if let Some((value, wakes)) = inner.take_matching(pred) {
+        if let Some((value, wakes)) = self.take_locked(&mut inner, pred) {
             drop(inner);
             wakes.wake_in(here);
             return Ok(value);
@@ -930,6 +951,36 @@ impl<T: Send> Receiver<T> {
         } else {
             Err(TryRecvError::Empty)
         }
+    }
+
+    /// The first message for which `pred` holds among those already taken
+    /// out of the queue (no lock).
+    fn take_taken(&self, pred: &impl Fn(&T) -> bool) -> Option<T> {
+        let mut taken = self.taken.borrow_mut();
+        if taken.is_empty() {
+            return None;
+        }
+        take_first(&mut taken, 0, pred)
+    }
+
+    /// Under the lock: the first queued message for which `pred` holds,
+    /// with whom to wake once the lock is released. On an unbounded
+    /// channel the whole queue moves into `taken` first (no sender waits
+    /// for room there); the messages already in `taken` were looked at
+    /// before, so only the new ones are.
+    fn take_locked(&self, inner: &mut Inner<T>, pred: &impl Fn(&T) -> bool) -> Option<(T, Wakes)> {
+        if self.chan.capacity.is_some() || inner.queue.is_empty() {
+            return inner.take_matching(pred);
+        }
+        let mut taken = self.taken.borrow_mut();
+        let seen = taken.len();
+        if seen == 0 {
+            // The two buffers trade places: no message is copied.
+            core::mem::swap(&mut *taken, &mut inner.queue);
+        } else {
+            taken.append(&mut inner.queue);
+        }
+        take_first(&mut taken, seen, pred).map(|value| (value, Wakes::None))
     }
 
     /// What a receive on this channel waits on, at the caller's line (the
@@ -957,6 +1008,11 @@ impl<T: Send> Receiver<T> {
         site: WaitSite,
     ) -> Result<T, RecvTimeoutError> {
         let accept_hand = any && self.chan.is_rendezvous();
+        // Only the receiver adds to `taken`: one look there is enough, the
+        // looks below take what arrives.
+        if let Some(value) = self.take_taken(&pred) {
+            return Ok(value);
+        }
         loop {
             if let Some(deadline) = deadline {
                 if wait::now().is_some_and(|now| now >= deadline) {
@@ -972,7 +1028,7 @@ impl<T: Send> Receiver<T> {
                 let mut inner = self.chan.inner.lock_in(here);
                 // The receiver is looking, so it is not parked in recv.
                 inner.receiving = false;
-                if let Some((value, wakes)) = inner.take_matching(&pred) {
+                if let Some((value, wakes)) = self.take_locked(&mut inner, &pred) {
                     drop(inner);
                     wakes.wake_in(here);
                     return Ok(value);
@@ -1035,7 +1091,7 @@ impl<T: Send> Receiver<T> {
             {
                 let mut inner = self.chan.inner.lock();
                 inner.receiving = false;
-                if let Some((value, wakes)) = inner.take_matching(&pred) {
+                if let Some((value, wakes)) = self.take_locked(&mut inner, &pred) {
                     drop(inner);
                     wakes.wake_in(Here::get());
                     wait.retire();
@@ -1094,12 +1150,23 @@ impl<T: Send> Receiver<T> {
     /// rendezvous the values of the senders waiting in `send`.
     pub fn len(&self) -> usize {
         let inner = self.chan.inner.lock();
-        inner.queue.len() + inner.offers.len()
+        self.taken.borrow().len() + inner.queue.len() + inner.offers.len()
     }
 
     /// Whether `try_recv` would find nothing now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Removes and returns the first message at or after `from` for which
+/// `pred` holds.
+fn take_first<T>(queue: &mut VecDeque<T>, from: usize, pred: &impl Fn(&T) -> bool) -> Option<T> {
+    let index = from + queue.range(from..).position(pred)?;
+    if index == 0 {
+        queue.pop_front()
+    } else {
+        queue.remove(index)
     }
 }
 
@@ -1239,11 +1306,17 @@ pub trait Selectable {
 /// (or every sender is gone).
 impl<T: Send> Selectable for Receiver<T> {
     fn is_ready(&self) -> bool {
+        if !self.taken.borrow().is_empty() {
+            return true;
+        }
         let inner = self.chan.inner.lock();
         inner.has_message() || Chan::disconnected(&inner, self.chan.senders.load(Ordering::Acquire))
     }
 
     fn register(&self, waiter: &Waiter) -> bool {
+        if !self.taken.borrow().is_empty() {
+            return true;
+        }
         let mut inner = self.chan.inner.lock();
         // A select takes no message itself: no sender may hand one over.
         inner.receiving = false;

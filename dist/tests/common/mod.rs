@@ -32,24 +32,43 @@ pub struct Epmd {
 }
 
 impl Epmd {
+    /// Starts an epmd on a free port. The port is picked by binding port 0
+    /// and letting it go, so another process may take it before epmd
+    /// binds it: an epmd that exits (it could not bind) is started again on
+    /// another port, and one counts as up only if a connection succeeds
+    /// while it is still running.
     pub fn start() -> Epmd {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut child = Command::new("epmd")
-            .args(["-port", &port.to_string(), "-address", "127.0.0.1"])
-            .stdout(Stdio::null())
-            // It reports the readiness probe below as a partial packet.
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("epmd is installed (Debian: erlang-nox)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("epmd did not come up on {port}");
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut child = Command::new("epmd")
+                .args(["-port", &port.to_string(), "-address", "127.0.0.1"])
+                .stdout(Stdio::null())
+                // It reports the readiness probe below as a partial packet.
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("epmd is installed (Debian: erlang-nox)");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if child.try_wait().expect("epmd's status").is_some() {
+                    break;
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    // Still running after the connection: the listener was
+                    // epmd's, not another process's.
+                    std::thread::sleep(Duration::from_millis(20));
+                    if child.try_wait().expect("epmd's status").is_none() {
+                        return Epmd { port, child };
+                    }
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    panic!("epmd did not come up on {port}");
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
-        Epmd { port, child }
+        panic!("epmd exited at start on five ports in a row");
     }
 
     pub fn options(&self) -> Options {
