@@ -51,6 +51,16 @@ fn ping_pong(rt: &Runtime, to: usize, rounds: u64, mut stop: impl FnMut(u64) -> 
     made
 }
 
+/// Ping-pongs with the other of two workers until both are on one driver
+/// (or [`PATIENCE`] runs out); returns the rounds made.
+fn ping_pong_until_gathered(rt: &Runtime) -> u64 {
+    let other = 1 - smarm::current_worker().unwrap();
+    let start = Instant::now();
+    ping_pong(rt, other, u64::MAX, |made| {
+        made % 256 == 0 && (rt.driver_of(0) == rt.driver_of(1) || start.elapsed() > PATIENCE)
+    })
+}
+
 /// Two workers, two threads: a ping-pong between them ends with both
 /// workers on one driver, and the exchange loses nothing.
 #[test]
@@ -58,12 +68,8 @@ fn a_ping_pong_gathers_on_one_driver() {
     let (rounds, drivers) = engine(2, 2, true)
         .block_on(|| {
             let rt = smarm::current_runtime().unwrap();
-            let here = smarm::current_worker().unwrap();
             assert_eq!(rt.driver_count(), 2);
-            let start = Instant::now();
-            let rounds = ping_pong(&rt, 1 - here, u64::MAX, |made| {
-                made % 256 == 0 && (rt.driver_of(0) == rt.driver_of(1) || start.elapsed() > PATIENCE)
-            });
+            let rounds = ping_pong_until_gathered(&rt);
             (rounds, (rt.driver_of(0).unwrap(), rt.driver_of(1).unwrap()))
         })
         .unwrap();
@@ -100,11 +106,7 @@ fn busy_workers_spread_over_the_threads() {
     let (spread, spins) = engine(2, 2, true)
         .block_on(|| {
             let rt = smarm::current_runtime().unwrap();
-            let here = smarm::current_worker().unwrap();
-            let start = Instant::now();
-            ping_pong(&rt, 1 - here, u64::MAX, |made| {
-                made % 256 == 0 && (rt.driver_of(0) == rt.driver_of(1) || start.elapsed() > PATIENCE)
-            });
+            ping_pong_until_gathered(&rt);
             assert_eq!(rt.driver_of(0), rt.driver_of(1), "the ping-pong gathered the workers");
 
             let stop = Arc::new(AtomicBool::new(false));

@@ -199,7 +199,13 @@ pub struct Sender<T> {
 /// ```
 ///
 /// Like std's, a receiver may move to another thread but is not shared
-/// between threads (`Send`, not `Sync`).
+/// between threads (`Send`, not `Sync`):
+///
+/// ```compile_fail
+/// fn shared<T: Sync>(_: &T) {}
+/// let (_tx, rx) = smarm_core::channel::<u32>();
+/// shared(&rx);
+/// ```
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
     /// Unbounded channels only: messages the receiver has taken out of the
