@@ -202,8 +202,9 @@ pub struct Sender<T> {
 /// between threads (`Send`, not `Sync`):
 ///
 /// ```compile_fail
+/// # use smarm_core as smarm;
 /// fn shared<T: Sync>(_: &T) {}
-/// let (_tx, rx) = smarm_core::channel::<u32>();
+/// let (_tx, rx) = smarm::channel::<u32>();
 /// shared(&rx);
 /// ```
 pub struct Receiver<T> {
