@@ -124,10 +124,12 @@ fn crash_isolation_1000_processes_every_tenth_panics_on_4_workers() {
 fn each_worker_has_its_own_thread_and_processes_stay_on_it() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    // One thread per worker, whatever the CPU count.
+    // One thread per worker, whatever the CPU count; without the hand-off
+    // (`tests/worker_handoff.rs`) each keeps the thread it starts on.
     Engine::builder()
         .workers(4)
         .threads(4)
+        .worker_handoff(false)
         .build()
         .expect("engine starts")
         .block_on(move || {
@@ -159,13 +161,15 @@ fn each_worker_has_its_own_thread_and_processes_stay_on_it() {
     assert_eq!(threads.len(), 4);
 }
 
-/// Fewer threads than workers: thread `t` drives workers `t`, `t + 2`, …,
-/// and a process still never leaves its worker.
+/// Fewer threads than workers: thread `t` drives workers `t`, `t + 2`, …
+/// (without the hand-off, which may move them later), and a process still
+/// never leaves its worker.
 #[test]
 fn workers_share_threads_and_processes_stay_on_their_worker() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    let engine = Engine::builder().workers(6).threads(2).build().expect("engine starts");
+    let engine =
+        Engine::builder().workers(6).threads(2).worker_handoff(false).build().expect("engine starts");
     assert_eq!(engine.threads(), 2);
     engine
         .block_on(move || {

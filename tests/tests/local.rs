@@ -43,9 +43,10 @@ fn values_survive_yields_and_sleeps_on_4_workers() {
     let t = threads.clone();
     Engine::builder()
         .workers(4)
-        // One OS thread per worker whatever the CPU count: values must
-        // survive on every thread.
+        // One OS thread per worker whatever the CPU count, each keeping
+        // its worker (no hand-off): values must survive on every thread.
         .threads(4)
+        .worker_handoff(false)
         .build()
         .unwrap()
         .block_on(move || {
