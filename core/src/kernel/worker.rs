@@ -391,8 +391,9 @@ impl Worker {
     /// its own workers.
     ///
     /// ```
-    /// # use smarm_core::RuntimeParts;
-    /// # fn demo(parts: RuntimeParts) -> Result<(), smarm_core::NoSuchDriver> {
+    /// # use smarm_core as smarm;
+    /// # use smarm::RuntimeParts;
+    /// # fn demo(parts: RuntimeParts) -> Result<(), smarm::NoSuchDriver> {
     /// let RuntimeParts { runtime, mut workers } = parts;
     /// let mut worker = workers.remove(1);
     /// worker.move_to_driver(0)?;
