@@ -2,6 +2,9 @@
 //! per actor, one `handle` per message, no stack of its own. The root
 //! process plays Savina's main actor where one is needed, spawning actors
 //! round-robin over the workers and hearing their results on a channel.
+//! An actor that spawns in its turn (fib's calls) uses `Ctx::spawn`, which
+//! keeps the child on its own worker, as `tokio::spawn` inside a task and
+//! `erlang:spawn` do.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -245,8 +248,8 @@ enum Parent {
     Call(Addr<FibCall>),
 }
 
-/// One call: a leaf reports 1; any other spawns its two sub-calls
-/// (round-robin over the workers) and reports their sum.
+/// One call: a leaf reports 1; any other spawns its two sub-calls (on its
+/// own worker) and reports their sum.
 struct FibCall {
     n: u32,
     parent: Parent,
@@ -273,7 +276,7 @@ impl Actor for FibCall {
         }
         for n in [self.n - 1, self.n - 2] {
             let call = FibCall { n, parent: Parent::Call(ctx.addr()), sum: 0, waiting: 2 };
-            ctx.runtime().spawn_actor(call).expect("the slab grows");
+            ctx.spawn(call).expect("the slab grows");
         }
     }
     fn handle(&mut self, ctx: &mut Ctx<'_, Self>, value: u64) {
