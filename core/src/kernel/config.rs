@@ -100,7 +100,7 @@ pub struct Config {
     /// forms, mutex `lock` / `try_lock`, spawns) since it was last resumed,
     /// before performing it, so a process that never parks cannot starve
     /// the others on its worker. Refilled at every resume; no clock is
-    /// read. `0` disables it; every other value is valid. Default 128
+    /// read. `0` disables it; every other value is valid. Default 1,024
     /// ([`DEFAULT_COOP_BUDGET`](crate::kernel::coop::DEFAULT_COOP_BUDGET));
     /// see [`kernel::coop`](crate::kernel::coop).
     pub coop_budget: u32,
