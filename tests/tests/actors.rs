@@ -112,6 +112,42 @@ fn single_thread_host_advances_every_worker_once() {
     advances_every_worker_once(4);
 }
 
+/// An actor a process spawns on its own worker is installed, in the same
+/// pass, before the mail the process sent it right after: the actor starts
+/// and handles all of it in the pass that follows the process's turn,
+/// every message once and in order (none waits a pass for the install).
+#[test]
+fn a_process_s_mail_to_the_actor_it_just_spawned_is_handled_in_the_same_pass() {
+    // Under the 64 messages an actor handles per pass.
+    const SENT: u64 = 40;
+    for workers in [1, 4] {
+        let mut s = stepper(workers, |_| {});
+        let rt = s.runtime().clone();
+        let log = Log::default();
+        let l = log.clone();
+        let process = rt
+            .spawn_on(workers - 1, move || {
+                let actor = smarm::spawn_actor(Recorder { log: l }).unwrap();
+                for seq in 0..SENT {
+                    actor.send((0, seq)).unwrap();
+                }
+                actor
+            })
+            .unwrap();
+        assert!(s.try_tick());
+        assert_eq!(
+            *log.started_on.lock().unwrap(),
+            vec![workers - 1],
+            "{workers} workers: started on the process's worker"
+        );
+        assert_fifo(&log.seen.lock().unwrap(), 1, SENT);
+        let actor = process.join().unwrap();
+        actor.stop().unwrap();
+        settle(&mut s);
+        assert_eq!(rt.live(), 0);
+    }
+}
+
 fn round_robin(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {

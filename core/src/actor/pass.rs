@@ -53,6 +53,21 @@ fn deliver_pending_local(local: &Local, driver: &Driver<'_>) -> bool {
 
 /// Drains up to `budget` envelopes of `lane` into their targets. Returns
 /// how many it took.
+/// Installs up to `budget` actors spawned on this worker from this
+/// worker (by its processes or its handlers). Returns whether there was
+/// any.
+fn install_local_spawns(budget: usize, local: &Local, driver: &Driver<'_>) -> bool {
+    let mut n = 0;
+    while n < budget {
+        let next = local.local_spawns.borrow_mut().pop_front();
+        let Some(envelope) = next else { break };
+        // An install is never held; it releases its target's mail.
+        deliver_or_hold(envelope, local, driver);
+        n += 1;
+    }
+    n > 0
+}
+
 fn drain(lane: Lane, budget: usize, local: &Local, driver: &Driver<'_>) -> usize {
     let mut n = 0;
     while n < budget {
@@ -233,8 +248,11 @@ impl WorkerPlugin for ActorSystem {
         local.counters.busy_passes.set(passes.wrapping_add(1));
         let began = (passes % PASS_SAMPLE == 0).then(<Native as Arch>::timestamp);
 
-        // 1. Ingress: installs (each releasing the mail held for it), then
-        //    transfers — each drain bounded by the ingress budget. (Admin
+        // 1. Ingress: installs (each releasing the mail held for it) —
+        //    from other workers, then those this worker's processes made
+        //    since the last pass, so their mail, staged just after, finds
+        //    them installed rather than waiting in `held` — then
+        //    transfers; each drain bounded by the ingress budget. (Admin
         //    commands ran at the start of the pass, in the kernel's admin
         //    step.) What this worker's processes sent to its actors since
         //    the last pass goes in before the mail from other workers: a
@@ -242,6 +260,7 @@ impl WorkerPlugin for ActorSystem {
         //    whose handler writes back to the first, must see its message
         //    arrive first (happened-before holds along such chains).
         did |= drain(Lane::Install, budget, local, driver) > 0;
+        did |= install_local_spawns(budget, local, driver);
         did |= deliver_pending_local(local, driver);
         let transfers = drain(Lane::Mail, budget, local, driver);
         bump(&local.counters.transfers_in, transfers as u64);
@@ -270,15 +289,7 @@ impl WorkerPlugin for ActorSystem {
 
         // 4. Children spawned by this pass's handlers exist before the
         //    messages staged for them are delivered.
-        let mut n = 0;
-        while n < budget {
-            let next = local.local_spawns.borrow_mut().pop_front();
-            let Some(envelope) = next else { break };
-            // An install is never held; it releases its target's mail.
-            deliver_or_hold(envelope, local, driver);
-            n += 1;
-            did = true;
-        }
+        did |= install_local_spawns(budget, local, driver);
 
         // 5. Same-worker sends that were staged, eligible from the next pass.
         did |= deliver_pending_local(local, driver);

@@ -72,7 +72,8 @@ pub struct SystemInfo {
     /// The old name of [`worker_count`](Self::worker_count), filled alike.
     #[deprecated(note = "renamed to worker_count, as Runtime::worker_count names it")]
     pub num_workers: usize,
-    /// Actors installed across the workers (as of their last passes).
+    /// Actors installed across the workers: the caller's worker counted
+    /// as it stands, the others as of their last passes.
     pub total_actors: u64,
     /// Time since the runtime's actor system started.
     pub uptime: Duration,
@@ -441,8 +442,15 @@ pub(crate) fn system_info(env: &Env<'_>) -> SystemInfo {
     let shared = env.shared;
     let runtime = &env.local.runtime;
     let system = ActorSystem::of(shared);
-    let total_actors =
-        (0..runtime.worker_count()).map(|w| runtime.actor_stats(w).map_or(0, |stats| stats.actors)).sum();
+    // This worker's count as it stands (the caller is among them); the
+    // others' as they last published it.
+    let here = env.local.worker;
+    let total_actors = (0..runtime.worker_count())
+        .map(|w| match w == here {
+            true => env.local.counters.actors.get(),
+            false => runtime.actor_stats(w).map_or(0, |stats| stats.actors),
+        })
+        .sum();
     // The deprecated fields are filled too.
     #[allow(deprecated)]
     SystemInfo {
