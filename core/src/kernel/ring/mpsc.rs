@@ -19,6 +19,7 @@
 use alloc::boxed::Box;
 use core::ptr::{self, NonNull};
 
+use super::CachePadded;
 use crate::kernel::atomic::{AtomicPtr, Ordering, UnsafeCell};
 
 /// The link every queued node starts with.
@@ -51,9 +52,13 @@ impl Link {
 }
 
 /// An intrusive MPSC queue of nodes that begin with a [`Link`].
+///
+/// The producers' end and the consumer's live on cache lines of their own:
+/// every push swaps `head` and every pop writes `tail`, and on one line
+/// each would take the line from the other side, once per message.
 pub(crate) struct Mpsc {
     /// Last node pushed (producers swap themselves in here).
-    head: AtomicPtr<Link>,
+    head: CachePadded<AtomicPtr<Link>>,
     /// Next node to take; the consumer's alone.
     tail: UnsafeCell<*mut Link>,
     /// The stub node, boxed so its address is stable.
@@ -70,7 +75,7 @@ unsafe impl Sync for Mpsc {}
 impl Mpsc {
     pub(crate) fn new() -> Mpsc {
         let stub = NonNull::from(Box::leak(Box::new(Link::new())));
-        Mpsc { head: AtomicPtr::new(stub.as_ptr()), tail: UnsafeCell::new(stub.as_ptr()), stub }
+        Mpsc { head: CachePadded(AtomicPtr::new(stub.as_ptr())), tail: UnsafeCell::new(stub.as_ptr()), stub }
     }
 
     /// Appends `node`; the queue owns it until `pop` hands it back.
