@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use smarm_platform::Stack;
 
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current::Here;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
@@ -38,6 +39,8 @@ impl Shared {
     /// Runs the finalize sequence for a process that has switched out for
     /// the last time. Called by its worker's driver.
     pub(crate) fn finalize(&self, index: u32, generation: u32) {
+        // The driver's worker record, looked up once for every lock below.
+        let here = Here::get();
         let slot = self.slot_at(index);
         let pid = Pid::from_parts(index, generation);
         // SAFETY: the process is Done and will never run again; its worker
@@ -48,10 +51,10 @@ impl Shared {
         };
         if let Some(stack) = stack {
             self.trim_if_deep(&stack, low_water);
-            self.recycle_stack(stack);
+            self.recycle_stack(stack, here);
         }
         let (reason, hooks) = {
-            let mut cold = slot.cold.lock();
+            let mut cold = slot.cold.lock_in(here);
             if cold.death_hooks.is_empty() {
                 // Nobody to notify (the common case): everything the three
                 // steps below do under the lock happens in this one section.
@@ -69,7 +72,7 @@ impl Shared {
                 self.live.fetch_sub(1, Ordering::AcqRel);
                 self.wake_joiners(joiners);
                 if reclaim {
-                    self.reclaim(index, generation);
+                    self.reclaim_in(index, generation, here);
                 }
                 return;
             }
@@ -88,7 +91,7 @@ impl Shared {
         // is exact when `join` returns.
         self.live.fetch_sub(1, Ordering::AcqRel);
         let joiners = {
-            let mut cold = slot.cold.lock();
+            let mut cold = slot.cold.lock_in(here);
             cold.notified = true;
             core::mem::take(&mut cold.joiners)
         };
@@ -96,12 +99,12 @@ impl Shared {
         // Last: mark finalized and decide, in the same critical section as
         // the handle's drop decides, which of the two reclaims.
         let reclaim = {
-            let mut cold = slot.cold.lock();
+            let mut cold = slot.cold.lock_in(here);
             cold.finalized = true;
             !cold.handle
         };
         if reclaim {
-            self.reclaim(index, generation);
+            self.reclaim_in(index, generation, here);
         }
     }
 
@@ -119,9 +122,15 @@ impl Shared {
 
     /// Returns a finalized slot with no outstanding handle to the free list.
     pub(crate) fn reclaim(&self, index: u32, generation: u32) {
+        self.reclaim_in(index, generation, Here::get());
+    }
+
+    /// [`reclaim`](Self::reclaim) from the worker record `here` the caller
+    /// already looked up.
+    fn reclaim_in(&self, index: u32, generation: u32, here: Here) {
         let slot = self.slot_at(index);
         let unjoined = {
-            let mut cold = slot.cold.lock();
+            let mut cold = slot.cold.lock_in(here);
             debug_assert!(cold.finalized && !cold.handle);
             // A value nobody joined is dropped after the lock (its
             // destructor may take locks).
@@ -134,7 +143,7 @@ impl Shared {
             unjoined
         };
         drop(unjoined);
-        self.free.lock().push(index);
+        self.free.lock_in(here).push(index);
     }
 
     /// Registers a death hook on a live process and returns its id; `Err`

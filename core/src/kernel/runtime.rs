@@ -364,14 +364,17 @@ impl Shared {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
         }
+        // The worker record is looked up once for the spawn's locks; it
+        // stays ours, as preemption is off from here on.
+        let here = Here::get();
         // The platform's stack allocator takes its own locks and may
         // allocate: a preempting allocator must not switch us out in there.
-        let _np = NoPreempt::new();
-        let index = self.take_slot()?;
-        let stack = match self.take_stack() {
+        let _np = NoPreempt::in_here(here);
+        let index = self.take_slot_in(here)?;
+        let stack = match self.take_stack_in(here) {
             Ok(stack) => stack,
             Err(e) => {
-                self.free.lock().push(index);
+                self.free.lock_in(here).push(index);
                 self.live.fetch_sub(1, Ordering::AcqRel);
                 return Err(SpawnError::Stack(e));
             }
@@ -394,7 +397,7 @@ impl Shared {
             body.stack = Some(stack);
             body.entry = Some(entry);
         }
-        slot.cold.lock().handle = true;
+        slot.cold.lock_in(here).handle = true;
         slot.worker.store(worker, Ordering::Relaxed);
         self.platform.set_stack_tag(stack_of(slot), Pid::from_parts(index, generation).to_bits());
         // Release (inside claim) publishes body, worker and cold to the
@@ -404,13 +407,19 @@ impl Shared {
         let pid = Pid::from_parts(index, generation);
         // Before it can run: its Spawn comes before its Exit.
         trace::emit(|| TraceEvent::Spawn { pid, worker, parent: crate::kernel::process::self_pid() });
-        self.route_spawn(worker, index);
+        self.route_spawn_in(worker, index, here);
         Ok(pid)
     }
 
     /// Takes a vacant slot off the free list and counts it live.
     pub(super) fn take_slot(&self) -> Result<u32, SpawnError> {
-        let mut free = self.free.lock();
+        self.take_slot_in(Here::get())
+    }
+
+    /// [`take_slot`](Self::take_slot) from the worker record `here` the
+    /// caller already looked up.
+    fn take_slot_in(&self, here: Here) -> Result<u32, SpawnError> {
+        let mut free = self.free.lock_in(here);
         // Under the free-list lock, as `close` sets it: a spawn either
         // counts in `live` before `close` returns, or is refused.
         if self.closed.load(Ordering::Acquire) {
@@ -476,19 +485,19 @@ impl Shared {
         Some(ProcessView { pid, state: snap.state(), death_hooks: hooks, stack_used })
     }
 
-    pub(super) fn route_spawn(&self, worker: usize, index: u32) {
-        let local = worker::with_core(|core| {
-            core.is(self, worker) && {
+    /// Queues a fresh spawn on `worker`: among the running process's spawns
+    /// when the caller drives that worker (`here`, looked up by the
+    /// caller), else through the worker's spawn ring.
+    fn route_spawn_in(&self, worker: usize, index: u32, here: Here) {
+        if let Some(core) = worker::core_in(&here) {
+            if core.is(self, worker) {
                 core.push_spawned(index);
-                true
+                return;
             }
-        });
-        if local == Some(true) {
-            return;
         }
         // Queue operations run with preemption disabled: a producer switched
         // out mid-publish would stall the consumer behind its cell.
-        let _np = NoPreempt::new();
+        let _np = NoPreempt::in_here(here);
         self.workers[worker].spawn.push(&self.slots, index);
         self.signal(worker);
     }
@@ -498,8 +507,8 @@ impl Shared {
         self.rr.fetch_add(1, Ordering::Relaxed) % self.workers.len()
     }
 
-    pub(super) fn take_stack(&self) -> Result<Stack, smarm_platform::StackError> {
-        if let Some(stack) = self.stacks.lock().pop() {
+    fn take_stack_in(&self, here: Here) -> Result<Stack, smarm_platform::StackError> {
+        if let Some(stack) = self.stacks.lock_in(here).pop() {
             return Ok(stack);
         }
         self.platform.allocate_stack(self.config.stack_size)
@@ -509,8 +518,8 @@ impl Shared {
     /// when the pool is full. Every [`RELEASE_CHECK_EVERY`] returns, the
     /// pool also looks for idle stacks to release (see [`StackPool`]), so a
     /// runtime that never runs out of work releases them too.
-    pub(crate) fn recycle_stack(&self, stack: Stack) {
-        let mut pool = self.stacks.lock();
+    pub(crate) fn recycle_stack(&self, stack: Stack, here: Here) {
+        let mut pool = self.stacks.lock_in(here);
         if pool.stacks.len()
             < self.config.stack_pool_max.unwrap_or(crate::kernel::config::DEFAULT_STACK_POOL_MAX)
         {
