@@ -51,8 +51,6 @@ fn deliver_pending_local(local: &Local, driver: &Driver<'_>) -> bool {
     true
 }
 
-/// Drains up to `budget` envelopes of `lane` into their targets. Returns
-/// how many it took.
 /// Installs up to `budget` actors spawned on this worker from this
 /// worker (by its processes or its handlers). Returns whether there was
 /// any.
@@ -68,6 +66,8 @@ fn install_local_spawns(budget: usize, local: &Local, driver: &Driver<'_>) -> bo
     n > 0
 }
 
+/// Drains up to `budget` envelopes of `lane` into their targets. Returns
+/// how many it took.
 fn drain(lane: Lane, budget: usize, local: &Local, driver: &Driver<'_>) -> usize {
     let mut n = 0;
     while n < budget {
