@@ -1,5 +1,5 @@
 //! The cooperative budget: a process that never parks yields at its
-//! `coop_budget`-th channel, mutex or spawn operation, so it cannot starve
+//! `coop_budget`-th channel, mutex, spawn or actor-send operation, so it cannot starve
 //! the processes on its worker. This binary keeps the default allocator:
 //! no allocation ever preempts here, only the budget does.
 
@@ -142,6 +142,28 @@ fn every_budgeted_operation_spends_and_the_last_one_yields() {
     check("lock", ops_before_neighbour_runs(BUDGET, move || *m.lock() += 1));
     check("try_lock", ops_before_neighbour_runs(BUDGET, move || *mutex.try_lock().unwrap() += 1));
     check("spawn", ops_before_neighbour_runs(BUDGET, || drop(smarm::spawn(|| {}).unwrap())));
+    // A send to a handler actor: the actor is spawned (not a budgeted
+    // operation) at the first call, on the process's own worker.
+    let sink = std::sync::OnceLock::new();
+    check(
+        "actor send",
+        ops_before_neighbour_runs(BUDGET, move || {
+            // The sink runs only once this process has yielded, by when
+            // the loop is over: every send here finds it alive.
+            sink.get_or_init(|| smarm::spawn_actor(Sink).unwrap()).send(1).unwrap()
+        }),
+    );
+}
+
+/// Stops at its first message, so that the runtime can end (a live actor
+/// keeps it running).
+struct Sink;
+
+impl smarm::Actor for Sink {
+    type Msg = u32;
+    fn handle(&mut self, ctx: &mut smarm::Ctx<'_, Self>, _msg: u32) {
+        ctx.stop_self();
+    }
 }
 
 #[test]

@@ -308,6 +308,10 @@ impl<A: Actor> Addr<A> {
     }
 
     /// Sends `msg`. `Err` hands it back if the actor has ended.
+    ///
+    /// From a process this spends one unit of its cooperative budget (see
+    /// [`kernel::coop`](crate::kernel::coop)), so it may yield first; from a
+    /// handler it never yields.
     pub fn send(&self, msg: A::Msg) -> Result<(), ActorSendError<A::Msg>> {
         send_to(&self.runtime.shared, self.pid, msg)
     }
@@ -564,6 +568,10 @@ impl ActorAddress {
 }
 
 fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), ActorSendError<M>> {
+    // A budgeted operation in a process, like a channel send: a process
+    // that floods an actor of its own worker lets it run every
+    // `coop_budget` sends. Nothing in a handler (its worker's driver).
+    crate::kernel::coop::spend();
     // The target is looked up before anything is allocated: a send to a
     // dead actor hands the message straight back.
     let Some(worker) = shared.stackless_worker(pid) else { return Err(ActorSendError::NoActor(msg)) };

@@ -97,7 +97,8 @@ pub struct Config {
     pub timeslice: Duration,
     /// The cooperative budget: a process yields at its `coop_budget`-th
     /// budgeted operation (channel sends and receives and their `try_*`
-    /// forms, mutex `lock` / `try_lock`, spawns) since it was last resumed,
+    /// forms, mutex `lock` / `try_lock`, spawns, sends to handler actors)
+    /// since it was last resumed,
     /// before performing it, so a process that never parks cannot starve
     /// the others on its worker. Refilled at every resume; no clock is
     /// read. `0` disables it; every other value is valid. Default 1,024

@@ -14,7 +14,8 @@
 //! it to [`Config::coop_budget`](crate::Config::coop_budget)
 //! every time it resumes a process; every budgeted operation — channel
 //! sends and receives and their `try_*` forms, mutex `lock` / `try_lock`,
-//! `spawn` / `spawn_on` — calls [`spend`] first, which decrements it. The
+//! `spawn` / `spawn_on`, a process's sends to handler actors — calls
+//! [`spend`] first, which decrements it. The
 //! operation that finds the counter at its last unit yields (going to the
 //! back of the ready queue, like [`yield_now`](crate::yield_now)) before it does its work;
 //! the resume refills the counter. A process with a budget of `B` thus
