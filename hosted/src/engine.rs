@@ -124,7 +124,7 @@ use smarm_platform::linux::LinuxPlatform;
 /// | [`stack_keep_resident`](Builder::stack_keep_resident) | 16 KiB | bytes kept resident in a pooled stack |
 /// | [`stack_release_after`](Builder::stack_release_after) | 50 ms | time an unused pooled stack stays resident (64 always do) |
 /// | [`timeslice`](Builder::timeslice) | 2 ms | run time before an allocation (with [`PreemptingAlloc`](crate::PreemptingAlloc)) or `check!()` yields |
-/// | [`coop_budget`](Builder::coop_budget) | 1,024 | a process yields at its 1,024th channel, mutex or spawn operation since it switched in (0 = off) |
+/// | [`coop_budget`](Builder::coop_budget) | 1,024 | a process yields at its 1,024th channel, mutex, spawn or actor-send operation since it switched in (0 = off) |
 /// | [`spin_budget_cycles`](Builder::spin_budget_cycles) | 100,000 | timestamp ticks an idle driver spins before parking (0 = park at once) |
 /// | [`max_spinners`](Builder::max_spinners) | threads / 2, at least 2 (1 with one thread) | drivers spinning at once |
 /// | [`io_threads`](Builder::io_threads) | 64 | most threads running `block_on_io` jobs at once |

@@ -17,6 +17,7 @@ use crate::actor::route::{deposit, deposit_msg, route_install, Sig};
 use crate::actor::system::{ActorSystem, Envelope};
 use crate::actor::timer::{deadline_after, Fire, TimerError, TimerRef};
 use crate::kernel::atomic::Ordering;
+use crate::kernel::current::Here;
 use crate::kernel::error::{NoProc, SpawnError};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -568,14 +569,16 @@ impl ActorAddress {
 }
 
 fn send_to<M: Send + 'static>(shared: &Shared, pid: Pid, msg: M) -> Result<(), ActorSendError<M>> {
-    // A budgeted operation in a process, like a channel send: a process
-    // that floods an actor of its own worker lets it run every
-    // `coop_budget` sends. Nothing in a handler (its worker's driver).
-    crate::kernel::coop::spend();
+    // One look at the worker for the budget and the delivery. A budgeted
+    // operation in a process, like a channel send: a process that floods
+    // an actor of its own worker lets it run every `coop_budget` sends.
+    // Nothing in a handler (its worker's driver).
+    let here = Here::get();
+    crate::kernel::coop::spend_in(here);
     // The target is looked up before anything is allocated: a send to a
     // dead actor hands the message straight back.
     let Some(worker) = shared.stackless_worker(pid) else { return Err(ActorSendError::NoActor(msg)) };
-    deposit_msg(shared, worker, pid, msg);
+    deposit_msg(shared, worker, pid, msg, here);
     Ok(())
 }
 

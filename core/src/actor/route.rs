@@ -10,6 +10,7 @@ use alloc::collections::VecDeque;
 use crate::actor::cell::{take_erased, with_erased, ErasedCell, Install, Item, Signal};
 use crate::actor::extension::SpawnInfo;
 use crate::actor::system::{bump, count_external, ActorSystem, Env, Envelope, Local};
+use crate::kernel::current::Here;
 use crate::kernel::pid::Pid;
 use crate::kernel::preempt::NoPreempt;
 use crate::kernel::ring::envelope::Deliver;
@@ -214,12 +215,14 @@ fn deliver_msg_here<M: Send + 'static>(
 /// staged in `pending_local` in a block of the worker's cache (no
 /// allocation in steady state); from another worker it goes in such a
 /// block to `worker`'s mail lane, and from any other thread boxed.
-pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, dest: Pid, msg: M) {
+///
+/// `here` is the caller's worker record, looked up by the caller.
+pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, dest: Pid, msg: M, here: Here) {
     // Preemption off: the cache and `pending_local` are the driver's too.
-    let _np = NoPreempt::new();
+    let _np = NoPreempt::in_here(here);
     let mut msg = Some(msg);
     let mut cross = None;
-    Local::with_any_here(shared, |local, driver| {
+    Local::with_any_in(shared, here, |local, driver| {
         let Some(msg) = msg.take() else { return };
         if local.worker == worker {
             bump(&local.counters.local_sends, 1);

@@ -446,9 +446,12 @@ pub(crate) fn system_info(env: &Env<'_>) -> SystemInfo {
     // others' as they last published it.
     let here = env.local.worker;
     let total_actors = (0..runtime.worker_count())
-        .map(|w| match w == here {
-            true => env.local.counters.actors.get(),
-            false => runtime.actor_stats(w).map_or(0, |stats| stats.actors),
+        .map(|w| {
+            if w == here {
+                env.local.counters.actors.get()
+            } else {
+                runtime.actor_stats(w).map_or(0, |stats| stats.actors)
+            }
         })
         .sum();
     // The deprecated fields are filled too.

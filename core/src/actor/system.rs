@@ -13,6 +13,7 @@ use core::cell::{Cell as StdCell, RefCell};
 use crate::actor::extension::{RemoteSink, RuntimeExtension, WorkerExtension};
 use crate::actor::timer::ActorTimers;
 use crate::kernel::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::kernel::current::Here;
 use crate::kernel::error::NoSuchWorker;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -232,7 +233,18 @@ impl Local {
         shared: &Shared,
         f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
-        Driver::with_state_here(shared, |state, driver| Some(f(state.downcast_ref::<Local>()?, driver)))
+        Self::with_any_in(shared, Here::get(), f)
+    }
+
+    /// [`with_any_here`](Self::with_any_here) from the worker record `here`
+    /// the caller already looked up.
+    #[inline]
+    pub(crate) fn with_any_in<R>(
+        shared: &Shared,
+        here: Here,
+        f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
+    ) -> Option<R> {
+        Driver::with_state_in(shared, here, |state, driver| Some(f(state.downcast_ref::<Local>()?, driver)))
             .flatten()
     }
 

@@ -28,7 +28,7 @@
 //! already is refused, so a `&mut` to a cell never has a twin.
 
 use crate::kernel::atomic::Ordering;
-use crate::kernel::current::Current;
+use crate::kernel::current::{Current, Here};
 use crate::kernel::error::SpawnError;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
@@ -245,7 +245,7 @@ pub(crate) enum NoCell {
 /// The right to one worker's stackless bodies: made by the kernel on the
 /// thread driving that worker, outside any process, for one call of the
 /// plugin (or one admin step, or one send from the worker's own pass:
-/// [`Driver::with_state_here`]); never `Send`, never outliving the call. Every
+/// [`Driver::with_state_in`]); never `Send`, never outliving the call. Every
 /// driver of a worker shares its loan count, so two drivers of one worker
 /// alive at once (a send's inside the pass's) lend no cell twice.
 pub(crate) struct Driver<'a> {
@@ -290,20 +290,22 @@ impl<'a> Driver<'a> {
     /// code of the worker's own pass): one look at the worker for both.
     /// What `f` can reach through the driver is guarded as in any other
     /// call: a cell already lent out is refused.
+    ///
+    /// `here` is the calling thread's worker record, looked up by the
+    /// caller.
     #[inline]
-    pub(crate) fn with_state_here<R>(
+    pub(crate) fn with_state_in<R>(
         shared: &Shared,
+        here: Here,
         f: impl FnOnce(&dyn Any, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
-        worker::with_core(|core| {
-            if !core.is(shared, core.id) {
-                return None;
-            }
-            let on = core.stackless()?;
-            let driver = core.current.running.get().is_none().then(|| Driver::of(core, shared));
-            Some(f(on.state(), driver.as_ref()))
-        })
-        .flatten()
+        let core = worker::core_in(&here)?;
+        if !core.is(shared, core.id) {
+            return None;
+        }
+        let on = core.stackless()?;
+        let driver = core.current.running.get().is_none().then(|| Driver::of(core, shared));
+        Some(f(on.state(), driver.as_ref()))
     }
 
     /// Now, on the platform clock the worker's timers are on.
