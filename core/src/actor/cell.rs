@@ -15,9 +15,14 @@ use crate::otp::link::ExitSignal;
 use crate::otp::monitor::Down;
 
 /// A mailbox entry: a message, or a signal from the runtime.
+///
+/// A signal is boxed: signals are rare, and unboxed the largest of them
+/// (a `Down` with its reason) would set the size of every entry, so each
+/// message would move several times its own bytes in and out of the
+/// mailbox. Boxed, an `Item<u64>` is two words.
 pub(crate) enum Item<M> {
     Msg(M),
-    Signal(Signal),
+    Signal(Box<Signal>),
 }
 
 /// What the runtime tells an actor through its mailbox, in order with its
@@ -32,10 +37,23 @@ pub(crate) enum Signal {
     Stop(ExitReason),
 }
 
-/// What one run of an actor did.
-pub(crate) struct Ran {
-    /// The actor ends with this reason (its `on_stop` has run).
-    pub(crate) end: Option<ExitReason>,
+/// What one turn of an actor in its worker's run step did. Two words, so
+/// that it comes back in registers: how the actor ends, the rare case, is
+/// kept in its cell for [`ErasedCell::take_end`].
+#[derive(Clone, Copy)]
+pub(crate) struct Turn {
+    /// Mailbox entries taken, the one a panic interrupted included.
+    pub(crate) taken: u64,
+    /// The actor ends: its cell holds how.
+    pub(crate) ended: bool,
+}
+
+/// How a turn ended its actor.
+pub(crate) enum TurnEnd {
+    /// A handler panicked, with this message.
+    Panicked(alloc::string::String),
+    /// The actor stopped with this reason (its `on_stop` has run).
+    Stopped(ExitReason),
 }
 
 /// A cell with its actor type erased.
@@ -50,8 +68,14 @@ pub(crate) trait ErasedCell: Send {
     fn queued(&mut self) -> &mut bool;
     /// Messages handled so far.
     fn handled(&self) -> u64;
-    /// Runs `on_start` if it has not run, then up to `budget` entries.
-    fn run(&mut self, env: &Env<'_>, budget: usize) -> Ran;
+    /// One turn in the run step of its worker's pass (one dynamic call
+    /// for all of it): off the runnable list; unless suspended,
+    /// `on_start` if it has not run, then up to `budget` entries, as the
+    /// driver's handler and under the host's panic catch; back on the
+    /// worker's `later` list if entries are left.
+    fn turn(&mut self, env: &Env<'_>, budget: usize) -> Turn;
+    /// How the last turn ended the actor, if it did.
+    fn take_end(&mut self) -> Option<TurnEnd>;
     /// Ends the actor from outside its handlers (a stop request): runs
     /// `on_stop` once, if it started.
     fn stop(&mut self, env: &Env<'_>, reason: &ExitReason);
@@ -80,6 +104,8 @@ pub(crate) struct Cell<A: Actor> {
     handled: u64,
     parent: Option<Pid>,
     last: &'static str,
+    /// How its last turn ended it, until the run step takes it.
+    end: Option<TurnEnd>,
 }
 
 /// A spawned actor's cell, to install in its reserved slot: the one
@@ -143,33 +169,14 @@ impl<A: Actor> Cell<A> {
             handled: 0,
             parent,
             last: "",
+            end: None,
         });
         Install(StacklessCell::new(cell, Self::VIEW))
     }
-}
 
-impl<A: Actor> ErasedCell for Cell<A> {
-    fn mailbox(&mut self) -> &mut dyn Any {
-        &mut self.mailbox
-    }
-
-    fn push_signal(&mut self, signal: Signal) {
-        self.mailbox.push_back(Item::Signal(signal));
-    }
-
-    fn len(&self) -> usize {
-        self.mailbox.len()
-    }
-
-    fn queued(&mut self) -> &mut bool {
-        &mut self.queued
-    }
-
-    fn handled(&self) -> u64 {
-        self.handled
-    }
-
-    fn run(&mut self, env: &Env<'_>, budget: usize) -> Ran {
+    /// Runs `on_start` if it has not run, then up to `budget` entries. If
+    /// the actor stops, its `on_stop` runs and `end` says why.
+    fn run(&mut self, env: &Env<'_>, budget: usize) {
         let mut ctx = Ctx::new(env, self.pid);
         let mut handled = 0;
         if !self.started {
@@ -185,23 +192,79 @@ impl<A: Actor> ErasedCell for Cell<A> {
                     self.last = core::any::type_name::<A::Msg>();
                     self.actor.handle(&mut ctx, msg)
                 }
-                Item::Signal(Signal::Down(down)) => {
-                    self.last = "Down";
-                    self.actor.handle_down(&mut ctx, down)
-                }
-                Item::Signal(Signal::Exit(signal)) => {
-                    self.last = "ExitSignal";
-                    self.actor.handle_exit(&mut ctx, signal)
-                }
-                Item::Signal(Signal::Stop(reason)) => ctx.stop = Some(reason),
+                Item::Signal(signal) => match *signal {
+                    Signal::Down(down) => {
+                        self.last = "Down";
+                        self.actor.handle_down(&mut ctx, down)
+                    }
+                    Signal::Exit(signal) => {
+                        self.last = "ExitSignal";
+                        self.actor.handle_exit(&mut ctx, signal)
+                    }
+                    Signal::Stop(reason) => ctx.stop = Some(reason),
+                },
             }
         }
-        let end = ctx.stop.take();
-        if let Some(reason) = &end {
+        if let Some(reason) = ctx.stop.take() {
             self.stopped = true;
-            self.actor.on_stop(&mut ctx, reason);
+            self.actor.on_stop(&mut ctx, &reason);
+            self.end = Some(TurnEnd::Stopped(reason));
         }
-        Ran { end }
+    }
+}
+
+impl<A: Actor> ErasedCell for Cell<A> {
+    fn mailbox(&mut self) -> &mut dyn Any {
+        &mut self.mailbox
+    }
+
+    fn push_signal(&mut self, signal: Signal) {
+        self.mailbox.push_back(Item::Signal(Box::new(signal)));
+    }
+
+    fn len(&self) -> usize {
+        self.mailbox.len()
+    }
+
+    fn queued(&mut self) -> &mut bool {
+        &mut self.queued
+    }
+
+    fn handled(&self) -> u64 {
+        self.handled
+    }
+
+    fn turn(&mut self, env: &Env<'_>, budget: usize) -> Turn {
+        self.queued = false;
+        if self.suspended {
+            // Its mail waits; `resume` makes it runnable again.
+            return Turn { taken: 0, ended: false };
+        }
+        let before = self.mailbox.len();
+        let panic =
+            env.driver.as_handler(self.pid, || (env.shared.hooks.catch_panic)(&mut || self.run(env, budget)));
+        let taken = before.saturating_sub(self.mailbox.len()) as u64;
+        // Each case looked at in place: what ends an actor (a panic's
+        // message, a stop's reason) is never moved on the way, only its
+        // presence tested.
+        if let Some(message) = panic {
+            self.end = Some(TurnEnd::Panicked(message));
+            return Turn { taken, ended: true };
+        }
+        if self.end.is_some() {
+            return Turn { taken, ended: true };
+        }
+        if !self.mailbox.is_empty() {
+            // Its budget is spent: behind the rest, from the next pass
+            // (`Local::later`).
+            self.queued = true;
+            env.local.later.borrow_mut().push_back(self.pid);
+        }
+        Turn { taken, ended: false }
+    }
+
+    fn take_end(&mut self) -> Option<TurnEnd> {
+        self.end.take()
     }
 
     fn stop(&mut self, env: &Env<'_>, reason: &ExitReason) {
@@ -236,5 +299,17 @@ impl<A: Actor> ErasedCell for Cell<A> {
 
     fn actor_any(&mut self) -> &mut dyn Any {
         &mut self.actor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mailbox_entry_is_no_larger_than_its_message_and_a_tag() {
+        // A signal must not set the size of every entry.
+        assert!(core::mem::size_of::<Item<u64>>() <= 2 * core::mem::size_of::<u64>());
+        assert!(core::mem::size_of::<Item<[u64; 4]>>() <= 5 * core::mem::size_of::<u64>());
     }
 }

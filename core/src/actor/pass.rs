@@ -8,7 +8,7 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::any::Any;
 
-use crate::actor::cell::{take_erased, with_erased};
+use crate::actor::cell::{take_erased, with_erased, TurnEnd};
 use crate::actor::extension::WorkerCtx;
 use crate::actor::route::{deliver_or_hold, end};
 use crate::actor::system::{bump, shrink, ActorSystem, Env, Local};
@@ -78,12 +78,6 @@ fn drain(lane: Lane, budget: usize, local: &Local, driver: &Driver<'_>) -> usize
     n
 }
 
-/// What a run of an actor asks for afterwards.
-enum After {
-    Nothing,
-    End(ExitReason, bool),
-}
-
 impl ActorSystem {
     /// Runs one actor up to the message budget; ends it if it stopped or
     /// panicked.
@@ -92,44 +86,20 @@ impl ActorSystem {
             0 => usize::MAX,
             n => n,
         };
+        let Ok(turn) = with_erased(env.driver, pid, |cell| cell.turn(env, budget)) else { return };
         let local = env.local;
-        let after = with_erased(env.driver, pid, |cell| {
-            *cell.queued() = false;
-            if *cell.suspended() {
-                // Its mail waits; `resume` makes it runnable again.
-                return After::Nothing;
+        bump(&local.counters.handled, turn.taken);
+        shrink(&local.counters.depth, turn.taken);
+        if !turn.ended {
+            return;
+        }
+        match with_erased(env.driver, pid, |cell| cell.take_end()).ok().flatten() {
+            Some(TurnEnd::Panicked(message)) => {
+                bump(&local.counters.panics, 1);
+                end(env, pid, ExitReason::Panicked(message), false);
             }
-            let mut ran = None;
-            let before = cell.len();
-            let panic = env.driver.as_handler(pid, || {
-                (env.shared.hooks.catch_panic)(&mut || ran = Some(cell.run(env, budget)))
-            });
-            // Entries taken, the one a panic interrupted included.
-            let taken = before.saturating_sub(cell.len()) as u64;
-            bump(&local.counters.handled, taken);
-            shrink(&local.counters.depth, taken);
-            match (panic, ran) {
-                (Some(message), _) => {
-                    bump(&local.counters.panics, 1);
-                    After::End(ExitReason::Panicked(message), false)
-                }
-                (None, Some(ran)) => match ran.end {
-                    Some(reason) => After::End(reason, true),
-                    None => {
-                        if cell.len() > 0 {
-                            // Its budget is spent: behind the rest, from
-                            // the next pass (`Local::later`).
-                            *cell.queued() = true;
-                            local.later.borrow_mut().push_back(pid);
-                        }
-                        After::Nothing
-                    }
-                },
-                (None, None) => After::Nothing,
-            }
-        });
-        if let Ok(After::End(reason, graceful)) = after {
-            end(env, pid, reason, graceful);
+            Some(TurnEnd::Stopped(reason)) => end(env, pid, reason, true),
+            None => debug_assert!(false, "a turn that ended its actor left no end"),
         }
     }
 
