@@ -197,7 +197,7 @@ impl Local {
     /// This worker's actor state, as the kernel keeps it for the driver.
     #[inline]
     pub(crate) fn of<'a>(driver: &Driver<'a>) -> Option<&'a Local> {
-        driver.state()?.downcast_ref::<Local>()
+        driver.state::<Local>()
     }
 
     /// The calling thread's worker state if it drives `shared`'s worker
@@ -207,7 +207,7 @@ impl Local {
             if !core.is(shared, worker) {
                 return None;
             }
-            let local = core.plugin_state()?.downcast_ref::<Local>()?;
+            let local = core.plugin_state::<Local>()?;
             Some(f(local))
         })
         .flatten()
@@ -219,7 +219,7 @@ impl Local {
             if !core.is(shared, core.id) {
                 return None;
             }
-            let local = core.plugin_state()?.downcast_ref::<Local>()?;
+            let local = core.plugin_state::<Local>()?;
             Some(f(local))
         })
         .flatten()
@@ -244,8 +244,7 @@ impl Local {
         here: Here,
         f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
-        Driver::with_state_in(shared, here, |state, driver| Some(f(state.downcast_ref::<Local>()?, driver)))
-            .flatten()
+        Driver::with_state_in(shared, here, |local: &Local, driver| f(local, driver))
     }
 
     /// Puts `pid` on the runnable list unless its cell's `queued` flag

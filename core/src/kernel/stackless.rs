@@ -212,6 +212,10 @@ impl<'c> CellRef<'c> {
 pub(crate) struct OnWorker {
     plugin: Arc<dyn WorkerPlugin>,
     state: Box<dyn Any>,
+    /// The `TypeId` of `state`'s concrete type, read once when it is made:
+    /// a look-up of the state by type (every send and every delivery) is
+    /// then a comparison with this field, not a dynamic call.
+    state_type: TypeId,
     /// How many cells of this worker are lent out ([`Driver::with_cell`]):
     /// at most two at once, of two different slots.
     loans: Cell<u8>,
@@ -222,12 +226,21 @@ pub(crate) struct OnWorker {
 impl OnWorker {
     pub(crate) fn new(plugin: Arc<dyn WorkerPlugin>, shared: &Arc<Shared>, worker: usize) -> OnWorker {
         let state = plugin.worker_state(shared, worker);
-        OnWorker { plugin, state, loans: Cell::new(0), outer_loan: Cell::new(0) }
+        let state_type = (*state).type_id();
+        OnWorker { plugin, state, state_type, loans: Cell::new(0), outer_loan: Cell::new(0) }
     }
 
-    /// The plugin's state for this worker.
-    pub(crate) fn state(&self) -> &dyn Any {
-        &*self.state
+    /// The plugin's state for this worker, if it is a `T`.
+    #[inline]
+    pub(crate) fn state<T: Any>(&self) -> Option<&T> {
+        if self.state_type != TypeId::of::<T>() {
+            return None;
+        }
+        let state: *const dyn Any = &*self.state;
+        // SAFETY: `state_type` is the `TypeId` of the boxed state's
+        // concrete type (read from the box itself by `new`; the box is
+        // never replaced), so it points to a `T`, borrowed with `self`.
+        Some(unsafe { &*state.cast::<T>() })
     }
 }
 
@@ -262,11 +275,18 @@ pub(crate) struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     /// The driver of `core`'s worker, for the pass now running it.
+    #[inline]
     fn of(core: &'a WorkerCore, shared: &'a Shared) -> Driver<'a> {
+        Driver::with_on(core, shared, core.stackless())
+    }
+
+    /// [`of`](Self::of), with the worker's plugin record already looked up.
+    #[inline]
+    fn with_on(core: &'a WorkerCore, shared: &'a Shared, on: Option<&'a OnWorker>) -> Driver<'a> {
         Driver {
             shared,
             worker: core.id,
-            on: core.stackless(),
+            on,
             timers: &core.timers,
             current: &core.current,
             _here: PhantomData,
@@ -294,18 +314,19 @@ impl<'a> Driver<'a> {
     /// `here` is the calling thread's worker record, looked up by the
     /// caller.
     #[inline]
-    pub(crate) fn with_state_in<R>(
+    pub(crate) fn with_state_in<T: Any, R>(
         shared: &Shared,
         here: Here,
-        f: impl FnOnce(&dyn Any, Option<&Driver<'_>>) -> R,
+        f: impl FnOnce(&T, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
         let core = worker::core_in(&here)?;
         if !core.is(shared, core.id) {
             return None;
         }
         let on = core.stackless()?;
-        let driver = core.current.running.get().is_none().then(|| Driver::of(core, shared));
-        Some(f(on.state(), driver.as_ref()))
+        let state = on.state::<T>()?;
+        let driver = core.current.running.get().is_none().then(|| Driver::with_on(core, shared, Some(on)));
+        Some(f(state, driver.as_ref()))
     }
 
     /// Now, on the platform clock the worker's timers are on.
@@ -324,10 +345,11 @@ impl<'a> Driver<'a> {
         self.shared
     }
 
-    /// The plugin's state for this worker, if the plugin is installed.
+    /// The plugin's state for this worker, if the plugin is installed and
+    /// its state is a `T`.
     #[inline]
-    pub(crate) fn state(&self) -> Option<&'a dyn Any> {
-        self.on.map(OnWorker::state)
+    pub(crate) fn state<T: Any>(&self) -> Option<&'a T> {
+        self.on?.state::<T>()
     }
 
     /// Takes the oldest envelope of this worker's `lane`.

@@ -192,18 +192,28 @@ impl WorkerCore {
         }
     }
 
-    /// This worker's state for the runtime's plugin, if it has made it.
+    /// This worker's state for the runtime's plugin, if it has made it and
+    /// it is a `T`.
     #[inline]
-    pub(crate) fn plugin_state(&self) -> Option<&dyn Any> {
-        self.stackless().map(OnWorker::state)
+    pub(crate) fn plugin_state<T: Any>(&self) -> Option<&T> {
+        self.stackless()?.state::<T>()
     }
 
     /// The plugin and this worker's state for it, made now if the plugin
     /// was installed since the last pass.
+    #[inline]
     pub(crate) fn stackless(&self) -> Option<&OnWorker> {
-        if let Some(on) = self.plugin.get() {
-            return Some(on);
+        match self.plugin.get() {
+            Some(on) => Some(on),
+            None => self.make_stackless(),
         }
+    }
+
+    /// [`stackless`](Self::stackless)'s first call after the plugin was
+    /// installed.
+    #[cold]
+    #[inline(never)]
+    fn make_stackless(&self) -> Option<&OnWorker> {
         let plugin = self.shared.plugin()?.clone();
         let on = OnWorker::new(plugin, &self.shared, self.id);
         Some(self.plugin.get_or_init(|| on))
