@@ -236,15 +236,23 @@ impl Wait {
     /// the stop that the opening left out (a raised stop retires the wait
     /// as it unwinds), then parks as [`park`](Self::park) does. `here` is
     /// the worker record the caller looked up.
+    ///
+    /// Taken by reference, not by value: a `Wait` moved into this call
+    /// is read back in words right after its fields' narrower writes,
+    /// which stalls each park. Ended either way: what is left is dropped
+    /// as a closed wait.
     #[inline]
-    pub(crate) fn observe_and_park_in(mut self, here: Here) {
+    pub(crate) fn observe_and_park_in(&mut self, here: Here) {
         match &self.kind {
             Own::Process(..) => {
                 process::observe_stop_in(here);
                 self.open = false;
                 process::park_in(here);
             }
-            Own::Thread(_) => self.park(),
+            Own::Thread(wait) => {
+                self.open = false;
+                let _ = wait.park(self.deadline.map(Instant::as_nanos));
+            }
         }
     }
 

@@ -1031,30 +1031,31 @@ impl<T: Send> Receiver<T> {
                     };
                 }
             }
-            let mut wait = {
-                let mut inner = self.chan.inner.lock_in(here);
-                // The receiver is looking, so it is not parked in recv.
-                inner.receiving = false;
-                if let Some((value, wakes)) = self.take_locked(&mut inner, &pred) {
-                    drop(inner);
-                    wakes.wake_in(here);
-                    return Ok(value);
-                }
-                if self.chan.senders.load(Ordering::Acquire) == 0 {
-                    return Err(RecvTimeoutError::Disconnected);
-                }
-                let Some((wait, waiter)) = Wait::begin_locked(here, site) else {
-                    drop(inner);
-                    return self.recv_on_thread(deadline, accept_hand, pred, site);
-                };
-                debug_assert!(
-                    inner.receiver.as_ref().is_none_or(|w| w.pid().is_none() || w.pid() == waiter.pid()),
-                    "two processes receive on one channel"
-                );
-                inner.receiver = Some(waiter);
-                inner.receiving = accept_hand;
-                wait
+            // The wait stays where it is made (no block hands it out): a
+            // moved `Wait` is read back in words right after its fields'
+            // narrower writes, which stalls every receive that parks.
+            let mut inner = self.chan.inner.lock_in(here);
+            // The receiver is looking, so it is not parked in recv.
+            inner.receiving = false;
+            if let Some((value, wakes)) = self.take_locked(&mut inner, &pred) {
+                drop(inner);
+                wakes.wake_in(here);
+                return Ok(value);
+            }
+            if self.chan.senders.load(Ordering::Acquire) == 0 {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            let Some((mut wait, waiter)) = Wait::begin_locked(here, site) else {
+                drop(inner);
+                return self.recv_on_thread(deadline, accept_hand, pred, site);
             };
+            debug_assert!(
+                inner.receiver.as_ref().is_none_or(|w| w.pid().is_none() || w.pid() == waiter.pid()),
+                "two processes receive on one channel"
+            );
+            inner.receiver = Some(waiter);
+            inner.receiving = accept_hand;
+            drop(inner);
             // A stop raised out of the park (or out of the observation
             // below) must not leave `receiving` set with nobody parked: a
             // sender would hand its value to no one.
