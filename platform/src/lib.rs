@@ -32,7 +32,12 @@ pub type Nanos = u64;
 pub type RawFd = i32;
 
 /// How a stack is protected against overflow.
+///
+/// A word wide, like the other fields of [`Stack`]: a stack handle is
+/// moved at every spawn and exit, and a byte-wide field's padding is
+/// copied with overlapping narrow moves that stall the copy's loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
 pub enum StackGuard {
     /// An inaccessible page sits directly below the usable range: an
     /// overflow faults.

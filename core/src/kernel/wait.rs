@@ -150,7 +150,11 @@ pub struct Wait {
     kind: Own,
     /// A thread's deadline (a process's is a timer on its worker).
     deadline: Option<Instant>,
-    open: bool,
+    /// Not ended yet: dropping it retires it. A word, not a `bool`: a
+    /// `Wait` is made in one frame and moved to another at once, and the
+    /// move reads this field's slot as a word, which a byte written there
+    /// stalls until that write retires (on every wait).
+    open: usize,
 }
 
 impl fmt::Debug for Wait {
@@ -178,21 +182,32 @@ impl Wait {
     /// the blocking call's line — for a deadlock report. A public blocking
     /// call takes its caller's line with `#[track_caller]` and passes it
     /// down.
+    ///
+    /// Inlined for a process's wait, so that its caller builds the `Wait`
+    /// in place: returned through memory, its fields' narrow writes read
+    /// back whole by the caller's move would stall every wait.
+    #[inline]
     pub fn begin_at(site: WaitSite) -> Result<Wait, NotInProcess> {
-        if let Some((pid, epoch)) = process::open_wait(site, true) {
-            return Ok(Wait { kind: Own::Process(pid, epoch), deadline: None, open: true });
+        match process::open_wait(site, true) {
+            Some((pid, epoch)) => Ok(Wait { kind: Own::Process(pid, epoch), deadline: None, open: 1 }),
+            None => Wait::begin_on_thread(),
         }
+    }
+
+    /// [`begin_at`](Self::begin_at) outside a process.
+    #[inline(never)]
+    fn begin_on_thread() -> Result<Wait, NotInProcess> {
         if current::registered().is_some() {
             return Err(NotInProcess);
         }
         let wait = ThreadWait::new().ok_or(NotInProcess)?;
-        Ok(Wait { kind: Own::Thread(Arc::new(wait)), deadline: None, open: true })
+        Ok(Wait { kind: Own::Thread(Arc::new(wait)), deadline: None, open: 1 })
     }
 
     /// A thread's wait parking through `hooks`, for loom models.
     #[cfg(loom)]
     pub(crate) fn on_thread(hooks: &'static crate::kernel::host::ThreadHooks) -> Wait {
-        Wait { kind: Own::Thread(Arc::new(ThreadWait::with_hooks(hooks))), deadline: None, open: true }
+        Wait { kind: Own::Thread(Arc::new(ThreadWait::with_hooks(hooks))), deadline: None, open: 1 }
     }
 
     /// A registration for this wait, to leave wherever a wake can come
@@ -228,7 +243,7 @@ impl Wait {
     #[inline]
     pub(crate) fn begin_locked(here: Here, site: WaitSite) -> Option<(Wait, Waiter)> {
         let waker = process::open_wait_unobserved(here, site)?;
-        let wait = Wait { kind: Own::Process(waker.pid(), waker.epoch()), deadline: None, open: true };
+        let wait = Wait { kind: Own::Process(waker.pid(), waker.epoch()), deadline: None, open: 1 };
         Some((wait, Waiter(Kind::Process(waker))))
     }
 
@@ -246,11 +261,11 @@ impl Wait {
         match &self.kind {
             Own::Process(..) => {
                 process::observe_stop_in(here);
-                self.open = false;
+                self.open = 0;
                 process::park_in(here);
             }
             Own::Thread(wait) => {
-                self.open = false;
+                self.open = 0;
                 let _ = wait.park(self.deadline.map(Instant::as_nanos));
             }
         }
@@ -292,7 +307,7 @@ impl Wait {
     /// if a wake already landed. Inside a process it is an observation
     /// point for `request_stop`.
     pub fn park(mut self) {
-        self.open = false;
+        self.open = 0;
         match &self.kind {
             Own::Process(..) => process::park(),
             Own::Thread(wait) => {
@@ -305,7 +320,7 @@ impl Wait {
     /// and a wake that already landed is eaten. Inside a process it is an
     /// observation point for `request_stop`.
     pub fn retire(mut self) {
-        self.open = false;
+        self.open = 0;
         match &self.kind {
             Own::Process(..) => process::retire_wait(),
             Own::Thread(wait) => wait.retire(),
@@ -315,7 +330,7 @@ impl Wait {
 
 impl Drop for Wait {
     fn drop(&mut self) {
-        if self.open {
+        if self.open != 0 {
             // Not ended (an early return, or an unwind): retire without
             // observing a stop, which could raise inside an unwind.
             match &self.kind {
