@@ -580,6 +580,68 @@ fn stop_parked_receiver(drive: Drive) {
 
 drive_tests!(stop_parked_receiver => receiver_stopped_in_recv_ends_stopped_and_closes_the_channel, receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_workers, receiver_stopped_in_recv_ends_stopped_and_closes_the_channel_on_4_threads);
 
+/// A process parked in `recv` on an unbounded channel is handed the next
+/// value directly; the values sent behind it are queued. They come out
+/// in send order, each once, whether the receiver is handed a value or
+/// finds a queue.
+#[test]
+fn a_value_handed_to_a_parked_receiver_comes_out_first_and_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let got = smarm::run(move || {
+        let (tx, rx) = smarm::channel::<Counted>();
+        let receiver = smarm::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..3 {
+                got.push(rx.recv().unwrap().value);
+            }
+            // Parked again, then handed one more, in a recv_timeout.
+            got.push(rx.recv_timeout(Duration::from_secs(5)).unwrap().value);
+            got
+        })
+        .unwrap();
+        smarm::sleep(ms(5)); // it parks in recv
+        for value in 0..3 {
+            tx.send(Counted::new(&d, value)).unwrap();
+        }
+        smarm::sleep(ms(5)); // it takes the three and parks again
+        tx.send(Counted::new(&d, 3)).unwrap();
+        receiver.join().unwrap()
+    });
+    assert_eq!(got, [0, 1, 2, 3]);
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "every value dropped once");
+}
+
+/// A value handed to a parked receiver that is stopped before it runs is
+/// dropped once, with the receiver, and never returned by its recv.
+#[test]
+fn a_value_handed_to_a_receiver_stopped_before_it_runs_is_dropped_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    smarm::run(move || {
+        let rt = smarm::current_runtime().unwrap();
+        let (tx, rx) = smarm::channel::<Counted>();
+        let returned = Arc::new(AtomicBool::new(false));
+        let r = returned.clone();
+        let receiver = smarm::spawn(move || {
+            let _ = rx.recv();
+            r.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+        smarm::sleep(ms(5)); // it parks in recv
+                             // Handed (the receiver is parked), then stopped before it runs:
+                             // one worker, and this process does not yield in between.
+        tx.send(Counted::new(&d, 1)).unwrap();
+        rt.request_stop(receiver.pid()).unwrap();
+        assert!(receiver.join().unwrap_err().is_stopped());
+        assert!(!returned.load(Ordering::SeqCst), "recv returned in a stopped process");
+        assert_eq!(d.load(Ordering::SeqCst), 1, "the handed value went with the receiver");
+        let SendError(back) = tx.send(Counted::new(&d, 2)).unwrap_err();
+        assert_eq!(back.value, 2);
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+}
+
 /// An unbounded receiver takes the whole queue at its first look and
 /// returns the rest from its own buffer: `len`, selective receive, select
 /// readiness and the receiver's drop all see those messages, and every

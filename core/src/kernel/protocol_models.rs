@@ -20,11 +20,18 @@
 //!   the process's next wait.
 //! - `timeout_racing_grant`: a mutex grant racing the waiter's timeout timer
 //!   is never lost: the waiter owns the lock, or the lock is free.
+//! - `handed_values_racing_a_stray_wake`: on an unbounded channel, values
+//!   handed to a receiver parked in `recv` (the hand slot) come out once
+//!   each and in order, even when a wake that is not the hand's (a
+//!   deadline's timer) lets the receiver look under the lock before it
+//!   sees the hand; `a_look_that_skips_the_hand_slot_loses_a_value` shows
+//!   the model fails when that look leaves the slot alone.
 
 use alloc::collections::VecDeque;
 use loom::sync::Arc;
 use loom::thread;
 
+use crate::kernel::atomic::{AtomicBool, Ordering, UnsafeCell};
 use crate::kernel::spin::SpinLock;
 use crate::kernel::state::{Park, StateWord, Unpark};
 
@@ -237,4 +244,133 @@ fn timeout_racing_grant() {
         assert!(owns || !l.locked, "the grant was lost: locked with no owner");
         assert!(l.granted.is_none());
     });
+}
+
+/// An unbounded channel with its hand slot: the queue and `receiving`
+/// under the lock, the slot and its flag beside it (`sync::channel`).
+struct HandChan {
+    inner: SpinLock<HandInner>,
+    slot: UnsafeCell<Option<u32>>,
+    ready: AtomicBool,
+}
+
+struct HandInner {
+    queue: VecDeque<u32>,
+    receiver: Option<u32>,
+    receiving: bool,
+}
+
+impl HandChan {
+    fn new() -> Arc<HandChan> {
+        Arc::new(HandChan {
+            inner: SpinLock::new(HandInner { queue: VecDeque::new(), receiver: None, receiving: false }),
+            slot: UnsafeCell::new(None),
+            ready: AtomicBool::new(false),
+        })
+    }
+
+    /// `Sender::send`: hand the value over if the receiver is parked in
+    /// `recv`, else queue it; wake after the lock.
+    fn send(&self, word: &StateWord, value: u32) -> bool {
+        let waiter = {
+            let mut c = self.inner.lock();
+            if c.receiving {
+                c.receiving = false;
+                // SAFETY: the lock is held and `receiving` was set: the
+                // slot is this sender's (the protocol under test; loom
+                // reports any access that races this one).
+                self.slot.with_mut(|slot| unsafe {
+                    assert!((*slot).is_none(), "a handed value was overwritten before it was taken");
+                    *slot = Some(value);
+                });
+                self.ready.store(true, Ordering::Release);
+            } else {
+                c.queue.push_back(value);
+            }
+            c.receiver.take()
+        };
+        waiter.is_some_and(|epoch| wake(word, epoch))
+    }
+
+    /// The receiver's take from the slot, without the lock.
+    fn take_handed(&self) -> Option<u32> {
+        if !self.ready.load(Ordering::Acquire) {
+            return None;
+        }
+        self.ready.store(false, Ordering::Relaxed);
+        // SAFETY: the flag's Acquire saw the hand's write; no sender writes
+        // the slot again before the receiver registers once more.
+        self.slot.with_mut(|slot| unsafe { (*slot).take() })
+    }
+}
+
+/// A sender sends 1 then 2 to a process receiving twice in a plain
+/// `recv`; a timer wakes the receiver's first wait (a deadline's wake,
+/// which is not the hand's). `look_in_slot`: the look under the lock
+/// takes a handed value first, as `Receiver::take_locked` does.
+fn hand_model(look_in_slot: bool) {
+    loom::model(move || {
+        let word = process();
+        let ch = HandChan::new();
+        let sent = Arc::new(AtomicBool::new(false));
+        let sender = {
+            let (word, ch, sent) = (word.clone(), ch.clone(), sent.clone());
+            thread::spawn(move || {
+                ch.send(&word, 1);
+                ch.send(&word, 2);
+                sent.store(true, Ordering::Release);
+            })
+        };
+        let mut timer = None;
+        let mut got = alloc::vec::Vec::new();
+        while got.len() < 2 {
+            {
+                let mut c = ch.inner.lock();
+                c.receiving = false;
+                if look_in_slot {
+                    if let Some(v) = ch.take_handed() {
+                        got.push(v);
+                        continue;
+                    }
+                }
+                if let Some(v) = c.queue.pop_front() {
+                    got.push(v);
+                    continue;
+                }
+                // Both sends done and their values not here: nobody
+                // would wake this wait.
+                assert!(!sent.load(Ordering::Acquire), "a handed value was lost (got {got:?})");
+                let epoch = word.begin_wait_reusing(G);
+                c.receiver = Some(epoch);
+                c.receiving = true;
+                if timer.is_none() {
+                    let word = word.clone();
+                    timer = Some(thread::spawn(move || wake(&word, epoch)));
+                }
+            }
+            park(&word);
+            if let Some(v) = ch.take_handed() {
+                got.push(v);
+            }
+        }
+        assert_eq!(got, [1, 2], "a handed value came out of order");
+        sender.join().unwrap();
+        if let Some(timer) = timer {
+            let _ = timer.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn handed_values_racing_a_stray_wake() {
+    hand_model(true);
+}
+
+/// The model fails when the look under the lock leaves the hand slot
+/// alone: the receiver registers again over a value it has not taken, and
+/// the next hand overwrites it (or no hand comes and it is lost).
+#[test]
+#[should_panic(expected = "a handed value")]
+fn a_look_that_skips_the_hand_slot_loses_a_value() {
+    hand_model(false);
 }

@@ -32,6 +32,15 @@
 //! a batch, not once a message. Bounded channels take one message a look:
 //! a queued message counts against the capacity until it is received.
 //!
+//! A process parked in a plain `recv` on an unbounded channel is *handed*
+//! the next message: the sender that finds it registered (`receiving`)
+//! leaves the value in the channel's one hand slot, outside the queue, and
+//! wakes it; the receiver takes it from there when it runs, without the
+//! lock. The slot is written only under the lock by the sender that
+//! clears `receiving`, and only the receiver sets `receiving`, under the
+//! lock, after any handed value is out of the slot — so the slot holds at
+//! most one value, and it is older than everything queued behind it.
+//!
 //! Rendezvous: a sender leaves its value in an *offer* (with a ticket and
 //! its waker) and parks; the receiver takes the value out of the offer and
 //! wakes the sender, which finds its ticket gone and returns `Ok`. A sender
@@ -49,7 +58,7 @@ use core::cell::RefCell;
 use core::fmt;
 use core::time::Duration;
 
-use crate::kernel::atomic::{AtomicUsize, Ordering};
+use crate::kernel::atomic::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
 use crate::kernel::coop;
 use crate::kernel::current::Here;
 use crate::kernel::deadlock::{WaitKind, WaitSite};
@@ -65,8 +74,9 @@ struct Inner<T> {
     next_ticket: u64,
     /// The receiver's registration while it waits (recv or select).
     receiver: Option<Waiter>,
-    /// Rendezvous only: the receiver is parked in a receive that takes the
-    /// first message, so a sender may hand its value over and return.
+    /// The receiver is parked in a receive that takes the first message,
+    /// so a sender may hand its value over and return (a rendezvous: as a
+    /// handed offer; unbounded, a process's receive: in the hand slot).
     /// Cleared by every receiver-side look at the channel and by the hand.
     receiving: bool,
     /// Senders parked on a full buffered channel, in arrival order.
@@ -151,6 +161,14 @@ impl<T> Inner<T> {
 
 struct Chan<T> {
     inner: RuntimeMutex<Inner<T>>,
+    /// Unbounded only: the value handed to the receiver parked in a plain
+    /// `recv` (see the module docs). Written under the lock by the sender
+    /// that cleared `receiving`; read by the receiver once `handed_ready`
+    /// says it is there, or under the lock.
+    handed: UnsafeCell<Option<T>>,
+    /// The hand slot holds a value: set (Release) after the slot is
+    /// written, cleared by the receiver that takes it.
+    handed_ready: AtomicBool,
     senders: AtomicUsize,
     /// `None` = unbounded; `Some(0)` = rendezvous.
     capacity: Option<usize>,
@@ -159,7 +177,53 @@ struct Chan<T> {
     waited_as: WaitKind,
 }
 
+// SAFETY: the fields other than `handed` are `Sync` for `T: Send`; the
+// hand slot is written by one sender at a time (under the lock, only while
+// `receiving` is set, which the write clears) and read by the receiver only
+// after `handed_ready`'s Acquire sees that write, or under the lock: the
+// value moves between threads, never shared, so `T: Send` suffices.
+unsafe impl<T: Send> Sync for Chan<T> {}
+// SAFETY: as above; every field moves with the channel.
+unsafe impl<T: Send> Send for Chan<T> {}
+
 impl<T> Chan<T> {
+    /// Hands `value` to the receiver parked in a plain `recv`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of `inner` and has just cleared
+    /// `receiving`, which was set: the receiver registered after taking
+    /// any earlier handed value, so the slot is empty and nobody else
+    /// reads or writes it until `handed_ready` is set.
+    unsafe fn put_handed(&self, value: T) {
+        // SAFETY: per the contract, the slot is ours alone now.
+        self.handed.with_mut(|slot| unsafe {
+            debug_assert!((*slot).is_none(), "a handed value not yet taken");
+            slot.write(Some(value));
+        });
+        // Release: the receiver that Acquires the flag sees the value.
+        self.handed_ready.store(true, Ordering::Release);
+    }
+
+    /// The value in the hand slot, if a sender left one there (no lock).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the channel's receiver, and no other call of this
+    /// runs at the same time.
+    #[inline]
+    unsafe fn take_handed(&self) -> Option<T> {
+        if !self.handed_ready.load(Ordering::Acquire) {
+            return None;
+        }
+        self.handed_ready.store(false, Ordering::Relaxed);
+        // SAFETY: the Acquire above saw the flag the hand set after writing
+        // the slot, and no sender writes it again before the receiver
+        // registers with `receiving` once more — under the lock, after this
+        // take. The one receiver is the one taker (the contract).
+        self.handed.with_mut(|slot| unsafe { (*slot).take() })
+    }
+
     fn disconnected(inner: &Inner<T>, senders: usize) -> bool {
         !inner.has_message() && senders == 0
     }
@@ -241,6 +305,8 @@ fn new_chan<T>(capacity: Option<usize>, waited_as: WaitKind) -> (Sender<T>, Rece
             blocked_senders: VecDeque::new(),
             receiver_alive: true,
         }),
+        handed: UnsafeCell::new(None),
+        handed_ready: AtomicBool::new(false),
         senders: AtomicUsize::new(1),
         capacity,
         waited_as,
@@ -743,7 +809,16 @@ impl<T: Send> Sender<T> {
             if self.chan.capacity.is_some_and(|cap| inner.queue.len() >= cap) {
                 return Err(TrySendError::Full(value));
             }
-            inner.queue.push_back(value);
+            if inner.receiving {
+                // A process parked in a plain recv (an unbounded channel,
+                // its queue empty): the value goes to it directly.
+                inner.receiving = false;
+                // SAFETY: the lock is held, and `receiving` was set and is
+                // cleared by this hand.
+                unsafe { self.chan.put_handed(value) };
+            } else {
+                inner.queue.push_back(value);
+            }
             inner.receiver.take()
         };
         drop(inner);
@@ -960,9 +1035,28 @@ impl<T: Send> Receiver<T> {
         }
     }
 
+    /// The value a sender handed to this receiver's plain `recv`, if it
+    /// is in the hand slot (no lock).
+    #[inline]
+    fn take_handed(&self) -> Option<T> {
+        // SAFETY: this is the channel's one receiver, and `Receiver` is not
+        // `Sync`: no other take runs at the same time.
+        unsafe { self.chan.take_handed() }
+    }
+
+    /// Moves a handed value, if there is one, to the front of `taken`:
+    /// it is older than anything queued, and `taken` was empty when the
+    /// receiver registered for it.
+    fn absorb_handed(&self) {
+        if let Some(value) = self.take_handed() {
+            self.taken.borrow_mut().push_front(value);
+        }
+    }
+
     /// The first message for which `pred` holds among those already taken
-    /// out of the queue (no lock).
+    /// out of the queue, or handed (no lock).
     fn take_taken(&self, pred: &impl Fn(&T) -> bool) -> Option<T> {
+        self.absorb_handed();
         let mut taken = self.taken.borrow_mut();
         if taken.is_empty() {
             return None;
@@ -976,6 +1070,16 @@ impl<T: Send> Receiver<T> {
     /// for room there); the messages already in `taken` were looked at
     /// before, so only the new ones are.
     fn take_locked(&self, inner: &mut Inner<T>, pred: &impl Fn(&T) -> bool) -> Option<(T, Wakes)> {
+        // A value handed while this look waited for the lock (a wake that
+        // was not the hand's let the receiver run first): the oldest
+        // message, looked at first; kept in front of `taken` if `pred`
+        // refuses it.
+        if let Some(value) = self.take_handed() {
+            if pred(&value) {
+                return Some((value, Wakes::None));
+            }
+            self.taken.borrow_mut().push_front(value);
+        }
         if self.chan.capacity.is_some() || inner.queue.is_empty() {
             return inner.take_matching(pred);
         }
@@ -998,8 +1102,9 @@ impl<T: Send> Receiver<T> {
         WaitSite::here(self.chan.waited_as)
     }
 
-    /// The receive loop. `any`: `pred` accepts every message, so a
-    /// rendezvous sender may hand its value over while this parks.
+    /// The receive loop. `any`: `pred` accepts every message, so a sender
+    /// may hand its value over while this parks (on a rendezvous channel,
+    /// and in a process on an unbounded one).
     ///
     /// In a process, one lock per look: the look that finds nothing opens
     /// the process's wait and registers it under the same lock (the wait's
@@ -1014,7 +1119,7 @@ impl<T: Send> Receiver<T> {
         pred: impl Fn(&T) -> bool,
         site: WaitSite,
     ) -> Result<T, RecvTimeoutError> {
-        let accept_hand = any && self.chan.is_rendezvous();
+        let accept_hand = any && (self.chan.is_rendezvous() || self.chan.capacity.is_none());
         // Only the receiver adds to `taken`: one look there is enough, the
         // looks below take what arrives.
         if let Some(value) = self.take_taken(&pred) {
@@ -1047,6 +1152,7 @@ impl<T: Send> Receiver<T> {
             }
             let Some((mut wait, waiter)) = Wait::begin_locked(here, site) else {
                 drop(inner);
+                let accept_hand = accept_hand && self.chan.is_rendezvous();
                 return self.recv_on_thread(deadline, accept_hand, pred, site);
             };
             debug_assert!(
@@ -1069,6 +1175,10 @@ impl<T: Send> Receiver<T> {
             // next look opens a new one only if nothing is there.
             wait.observe_and_park_in(here);
             unhand.armed = false;
+            // Handed (an unbounded channel): no lock to take.
+            if let Some(value) = self.take_handed() {
+                return Ok(value);
+            }
         }
     }
 
@@ -1157,6 +1267,7 @@ impl<T: Send> Receiver<T> {
     /// Messages a `try_recv` could take now: those queued, and on a
     /// rendezvous the values of the senders waiting in `send`.
     pub fn len(&self) -> usize {
+        self.absorb_handed();
         let inner = self.chan.inner.lock();
         self.taken.borrow().len() + inner.queue.len() + inner.offers.len()
     }
@@ -1265,6 +1376,10 @@ impl<T: Send> IntoIterator for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        // A value handed to a recv that unwound goes with the receiver,
+        // like a queued message (dropped outside the lock).
+        // SAFETY: the receiver itself, dropped once.
+        let in_slot = unsafe { self.chan.take_handed() };
         let (queue, handed, offerers, blocked) = {
             let mut inner = self.chan.inner.lock();
             inner.receiver_alive = false;
@@ -1291,6 +1406,7 @@ impl<T> Drop for Receiver<T> {
             (core::mem::take(&mut inner.queue), handed, offerers, core::mem::take(&mut inner.blocked_senders))
         };
         // Outside the lock: messages may own senders of other channels.
+        drop(in_slot);
         drop(queue);
         drop(handed);
         for waker in blocked.into_iter().chain(offerers) {
@@ -1314,6 +1430,7 @@ pub trait Selectable {
 /// (or every sender is gone).
 impl<T: Send> Selectable for Receiver<T> {
     fn is_ready(&self) -> bool {
+        self.absorb_handed();
         if !self.taken.borrow().is_empty() {
             return true;
         }
@@ -1322,13 +1439,17 @@ impl<T: Send> Selectable for Receiver<T> {
     }
 
     fn register(&self, waiter: &Waiter) -> bool {
+        self.absorb_handed();
         if !self.taken.borrow().is_empty() {
             return true;
         }
         let mut inner = self.chan.inner.lock();
         // A select takes no message itself: no sender may hand one over.
         inner.receiving = false;
-        if inner.has_message() || self.chan.senders.load(Ordering::Acquire) == 0 {
+        if self.chan.handed_ready.load(Ordering::Acquire)
+            || inner.has_message()
+            || self.chan.senders.load(Ordering::Acquire) == 0
+        {
             return true;
         }
         inner.receiver = Some(waiter.clone());
