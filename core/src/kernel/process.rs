@@ -46,6 +46,8 @@ use crate::kernel::worker::{self, SwitchReason, WorkerCore};
 pub(crate) struct Running {
     core: NonNull<WorkerCore>,
     shared: NonNull<Shared>,
+    /// Its slot, as its worker recorded it when it resumed the process.
+    slot: NonNull<Slot>,
     index: u32,
     generation: u32,
 }
@@ -66,8 +68,11 @@ impl Running {
         // the process it names, which run inside their worker's pass.
         let (index, generation) = unsafe { worker::core_ref(core) }.current.running.get()?;
         // SAFETY: as above.
-        let shared = NonNull::from(&*unsafe { worker::core_ref(core) }.shared);
-        Some(Running { core, shared, index, generation })
+        let core_ref = unsafe { worker::core_ref(core) };
+        let shared = NonNull::from(&*core_ref.shared);
+        // Set with `running` (`worker::enter`): the running process's slot.
+        let slot = core_ref.running_slot.get();
+        Some(Running { core, shared, slot, index, generation })
     }
 
     /// The process's worker core.
@@ -89,7 +94,12 @@ impl Running {
     /// The process's slot.
     #[inline]
     pub(crate) fn slot(&self) -> &Slot {
-        self.shared().slot_of(self.pid())
+        debug_assert!(ptr::eq(self.slot.as_ptr(), self.shared().slot_of(self.pid())));
+        // SAFETY: the worker recorded this slot when it resumed the process
+        // this `Running` names (`worker::enter`); slots never move and are
+        // freed only with the runtime, which outlives every frame of a
+        // process that can still run (see the type's doc).
+        unsafe { self.slot.as_ref() }
     }
 
     /// The process's pid.

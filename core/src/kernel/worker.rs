@@ -25,7 +25,7 @@ use crate::kernel::current::{self, Current};
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
-use crate::kernel::slab::SlotBody;
+use crate::kernel::slab::{Slot, SlotBody};
 use crate::kernel::stackless::{self, OnWorker};
 use crate::kernel::timer::Timers;
 
@@ -108,6 +108,11 @@ pub(crate) struct WorkerCore {
     pub(crate) current: Current,
     pub(crate) id: usize,
     pub(crate) shared: Arc<Shared>,
+    /// The running process's slot (set with `current.running`; stale
+    /// otherwise). Slots never move, so a process reaches its own slot in
+    /// one load instead of a segment look-up, at every wait and stop
+    /// observation.
+    pub(crate) running_slot: Cell<NonNull<Slot>>,
     pub(crate) ready: RefCell<VecDeque<u32>>,
     /// Processes spawned here by processes of this worker, not yet run: a
     /// stack of batches whose top (the vector's end) runs next. A batch is
@@ -315,6 +320,7 @@ impl Worker {
             current: Current::new(crate::kernel::process::yield_for_budget),
             id,
             shared,
+            running_slot: Cell::new(NonNull::dangling()),
             ready: RefCell::new(VecDeque::new()),
             fresh: RefCell::new(Vec::new()),
             spawned_now: RefCell::new(Vec::new()),
@@ -684,11 +690,12 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
 /// `Running`: no write), a fresh slice and budget, one more switch counted.
 /// Returns its body, whose context the caller loads next.
 #[inline]
-fn enter(core: &WorkerCore, shared: &Shared, slot: &crate::kernel::slab::Slot, index: u32) -> *mut SlotBody {
+fn enter(core: &WorkerCore, shared: &Shared, slot: &Slot, index: u32) -> *mut SlotBody {
     let generation = slot.generation();
     let began = slot.state.resume(generation);
     debug_assert!(began.is_ok(), "ready queue held slot {index} that was neither Queued nor yielded");
     core.current.running.set(Some((index, generation)));
+    core.running_slot.set(NonNull::from(slot));
     // A resumed process has no open wait: a park ended it, a yield never
     // had one.
     core.current.wait_open.set(false);
