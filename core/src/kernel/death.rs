@@ -120,14 +120,9 @@ impl Shared {
         }
     }
 
-    /// Returns a finalized slot with no outstanding handle to the free list.
-    pub(crate) fn reclaim(&self, index: u32, generation: u32) {
-        self.reclaim_in(index, generation, Here::get());
-    }
-
-    /// [`reclaim`](Self::reclaim) from the worker record `here` the caller
-    /// already looked up.
-    fn reclaim_in(&self, index: u32, generation: u32, here: Here) {
+    /// Returns a finalized slot with no outstanding handle to the free
+    /// list, from the worker record `here` the caller looked up.
+    pub(crate) fn reclaim_in(&self, index: u32, generation: u32, here: Here) {
         let slot = self.slot_at(index);
         let unjoined = {
             let mut cold = slot.cold.lock_in(here);

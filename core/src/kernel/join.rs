@@ -11,6 +11,7 @@ use core::any::Any;
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::kernel::current::Here;
 use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::{JoinError, SpawnError};
 use crate::kernel::exit::ExitReason;
@@ -19,6 +20,7 @@ use crate::kernel::process;
 use crate::kernel::runtime::Shared;
 use crate::kernel::slab::Cold;
 use crate::kernel::wait::Wait;
+use crate::kernel::worker;
 
 /// Spawns `f` as a process on the caller's worker. Its return value is
 /// what [`JoinHandle::join`] gives back.
@@ -27,9 +29,10 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    crate::kernel::coop::spend();
-    let (shared, worker) = process::current_shared().ok_or(SpawnError::NotInProcess)?;
-    JoinHandle::spawn(&shared, worker, f)
+    let here = Here::get();
+    crate::kernel::coop::spend_in(here);
+    let core = worker::core_in(&here).ok_or(SpawnError::NotInProcess)?;
+    JoinHandle::spawn_in(&core.shared, core.id, f, here)
 }
 
 /// Spawns `f` as a process on worker `worker` of the caller's runtime.
@@ -38,9 +41,10 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    crate::kernel::coop::spend();
-    let (shared, _) = process::current_shared().ok_or(SpawnError::NotInProcess)?;
-    JoinHandle::spawn(&shared, worker, f)
+    let here = Here::get();
+    crate::kernel::coop::spend_in(here);
+    let core = worker::core_in(&here).ok_or(SpawnError::NotInProcess)?;
+    JoinHandle::spawn_in(&core.shared, worker, f, here)
 }
 
 /// Owns the right to a process's outcome: the value its body returned, or
@@ -71,10 +75,19 @@ impl<T: Send + 'static> JoinHandle<T> {
     where
         F: FnOnce() -> T + Send + 'static,
     {
+        Self::spawn_in(shared, worker, f, Here::get())
+    }
+
+    /// [`spawn`](Self::spawn) from the worker record `here` the caller
+    /// looked up.
+    fn spawn_in<F>(shared: &Arc<Shared>, worker: usize, f: F, here: Here) -> Result<JoinHandle<T>, SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
         // A `Box<()>` does not allocate: a body returning nothing costs
         // nothing here.
         let body = move || process::stash_value(Box::new(f()));
-        let pid = shared.spawn_on(worker, Box::new(body))?;
+        let pid = shared.spawn_on_in(worker, Box::new(body), here)?;
         Ok(JoinHandle { pid, shared: shared.clone(), _value: PhantomData })
     }
 }
@@ -112,19 +125,22 @@ impl<T: 'static> JoinHandle<T> {
     /// link). On a worker's driver outside any process (a handler actor):
     /// `Err(NotInProcess)` unless already finished.
     #[track_caller]
-    pub fn join(self) -> Result<T, JoinError> {
+    pub fn join(mut self) -> Result<T, JoinError> {
         let slot = self.shared.slot_of(self.pid);
         let site = WaitSite::here(WaitKind::Join);
+        // Looked up once for the waits, the locks and the handle's release.
+        let here = Here::get();
         loop {
-            let wait = Wait::begin_at(site).ok();
+            let wait = Wait::begin_in(here, site).ok();
             {
-                let mut cold = slot.cold.lock();
+                let mut cold = slot.cold.lock_in(here);
                 if cold.notified {
                     let result = take_outcome::<T>(&mut cold);
                     drop(cold);
                     if let Some(wait) = wait {
-                        wait.retire();
+                        wait.retire_in(here);
                     }
+                    self.release_in(here);
                     return result;
                 }
                 match &wait {
@@ -154,11 +170,19 @@ fn take_outcome<T: 'static>(cold: &mut Cold) -> Result<T, JoinError> {
     }
 }
 
-impl<T> Drop for JoinHandle<T> {
-    fn drop(&mut self) {
-        let slot = self.shared.slot_of(self.pid);
+impl<T> JoinHandle<T> {
+    /// Gives up the handle's right to the outcome (once: `pid` is made
+    /// stale here, so the handle's drop does nothing more), from the
+    /// worker record `here`: the slot is reclaimed if the process is
+    /// finalized.
+    fn release_in(&mut self, here: Here) {
+        if self.pid == RELEASED {
+            return;
+        }
+        let pid = core::mem::replace(&mut self.pid, RELEASED);
+        let slot = self.shared.slot_of(pid);
         let (reclaim, value) = {
-            let mut cold = slot.cold.lock();
+            let mut cold = slot.cold.lock_in(here);
             cold.handle = false;
             (cold.finalized, cold.value.take())
         };
@@ -166,7 +190,17 @@ impl<T> Drop for JoinHandle<T> {
         // destructor may take locks).
         drop::<Option<Box<dyn Any + Send>>>(value);
         if reclaim {
-            self.shared.reclaim(self.pid.index(), self.pid.generation());
+            self.shared.reclaim_in(pid.index(), pid.generation(), here);
         }
+    }
+}
+
+/// The pid of a handle already released by `join`: no slot has index
+/// `u32::MAX` (the slab keeps it as its queues' end-of-list marker).
+const RELEASED: Pid = Pid::from_parts(u32::MAX, u32::MAX);
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        self.release_in(Here::get());
     }
 }

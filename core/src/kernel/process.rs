@@ -428,7 +428,13 @@ pub fn begin_wait_at(site: WaitSite) -> Result<Waker, NotInProcess> {
 /// request left. `None` outside a process.
 #[inline]
 pub(crate) fn open_wait(site: WaitSite, observe: bool) -> Option<(Pid, u32)> {
-    let running = Running::get()?;
+    open_wait_in(Here::get(), site, observe)
+}
+
+/// [`open_wait`] on the worker record `here` the caller already looked up.
+#[inline]
+pub(crate) fn open_wait_in(here: Here, site: WaitSite, observe: bool) -> Option<(Pid, u32)> {
+    let running = Running::get_in(here)?;
     let slot = running.slot();
     slot.record_wait(site);
     let epoch = slot.state.begin_wait(running.generation);
@@ -476,7 +482,14 @@ pub(crate) fn observe_stop_in(here: Here) {
 /// Ends the current wait without parking: every registration it made is
 /// now stale and a wake that already landed is eaten.
 pub fn retire_wait() {
-    let Some(running) = Running::get() else { return };
+    retire_wait_in(Here::get());
+}
+
+/// [`retire_wait`] on the worker record `here` the caller already looked
+/// up.
+#[inline]
+pub(crate) fn retire_wait_in(here: Here) {
+    let Some(running) = Running::get_in(here) else { return };
     let _ = running.slot().state.retire_wait(running.generation);
     running.core().current.wait_open.set(false);
     running.observe_stop();

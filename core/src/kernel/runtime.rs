@@ -359,14 +359,14 @@ impl Shared {
     }
 
     /// Spawns `entry` on worker `worker`. The slot keeps a handle mark: the
-    /// caller owns the right to its outcome (a `JoinHandle`).
-    pub(crate) fn spawn_on(&self, worker: usize, entry: Entry) -> Result<Pid, SpawnError> {
+    /// caller owns the right to its outcome (a `JoinHandle`). `here` is the
+    /// caller's worker record, looked up by the caller: it serves all the
+    /// spawn's locks, and stays the caller's, as preemption is off from
+    /// here on.
+    pub(crate) fn spawn_on_in(&self, worker: usize, entry: Entry, here: Here) -> Result<Pid, SpawnError> {
         if worker >= self.workers.len() {
             return Err(SpawnError::NoSuchWorker(worker));
         }
-        // The worker record is looked up once for the spawn's locks; it
-        // stays ours, as preemption is off from here on.
-        let here = Here::get();
         // The platform's stack allocator takes its own locks and may
         // allocate: a preempting allocator must not switch us out in there.
         let _np = NoPreempt::in_here(here);

@@ -188,7 +188,14 @@ impl Wait {
     /// back whole by the caller's move would stall every wait.
     #[inline]
     pub fn begin_at(site: WaitSite) -> Result<Wait, NotInProcess> {
-        match process::open_wait(site, true) {
+        Wait::begin_in(Here::get(), site)
+    }
+
+    /// [`begin_at`](Self::begin_at) on the worker record `here` the caller
+    /// already looked up.
+    #[inline]
+    pub(crate) fn begin_in(here: Here, site: WaitSite) -> Result<Wait, NotInProcess> {
+        match process::open_wait_in(here, site, true) {
             Some((pid, epoch)) => Ok(Wait { kind: Own::Process(pid, epoch), deadline: None, open: 1 }),
             None => Wait::begin_on_thread(),
         }
@@ -319,10 +326,16 @@ impl Wait {
     /// Ends the wait without parking: every registration it left is stale
     /// and a wake that already landed is eaten. Inside a process it is an
     /// observation point for `request_stop`.
-    pub fn retire(mut self) {
+    pub fn retire(self) {
+        self.retire_in(Here::get());
+    }
+
+    /// [`retire`](Self::retire) on the worker record `here` the caller
+    /// already looked up.
+    pub(crate) fn retire_in(mut self, here: Here) {
         self.open = 0;
         match &self.kind {
-            Own::Process(..) => process::retire_wait(),
+            Own::Process(..) => process::retire_wait_in(here),
             Own::Thread(wait) => wait.retire(),
         }
     }
