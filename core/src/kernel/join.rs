@@ -176,10 +176,10 @@ impl<T> JoinHandle<T> {
     /// worker record `here`: the slot is reclaimed if the process is
     /// finalized.
     fn release_in(&mut self, here: Here) {
-        if self.pid == RELEASED {
+        let pid = core::mem::replace(&mut self.pid, RELEASED);
+        if pid == RELEASED {
             return;
         }
-        let pid = core::mem::replace(&mut self.pid, RELEASED);
         let slot = self.shared.slot_of(pid);
         let (reclaim, value) = {
             let mut cold = slot.cold.lock_in(here);
@@ -201,6 +201,9 @@ const RELEASED: Pid = Pid::from_parts(u32::MAX, u32::MAX);
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        self.release_in(Here::get());
+        // A joined handle was released by `join`: no look-up then.
+        if self.pid != RELEASED {
+            self.release_in(Here::get());
+        }
     }
 }
