@@ -18,7 +18,8 @@
 #   9. the bare-metal image booted under qemu-system-aarch64;
 #  10. the benchmarks in quick mode (they compile and run once; speed is not asserted;
 #      the Savina suite and the BEAM peers check their results),
-#      and the HTTP bench under wrk in quick mode (benches/http.sh --quick).
+#      and the HTTP bench under wrk in quick mode (benches/http.sh --quick),
+#      and the instruction-count shapes once each (benches/instructions.sh).
 # Usage: scripts/test-all.sh            (everything)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -182,5 +183,14 @@ step "HTTP under wrk, quick mode: smarm's http_hello beside tokio and hyper (ins
 # ~1 minute on 2 cores: the peers' release build, then five servers, a
 # 2 s run and 1,000 idle connections each. Figures are not asserted.
 benches/http.sh --quick
+
+step "the instruction-count shapes, run once each at a small size (each checks its result)"
+# benches/instructions.sh counts them under callgrind; here they only run
+# (~15 s of release build, well under a second of runs).
+for shape in yield channel spawn actor; do
+  for peer in smarm tokio; do
+    cargo run -q -p smarm-benches --release --example instructions -- "$shape" "$peer" 1000
+  done
+done
 
 printf '\nall checks passed\n'

@@ -1,0 +1,244 @@
+//! The hot-path shapes of the criterion benches, one run each, for
+//! counting the instructions an operation takes under Valgrind's
+//! callgrind (`benches/instructions.sh`). Times on a shared virtual
+//! machine move by a fifth between runs; instruction counts do not, so
+//! they show whether a change to the hot path does less work, and how
+//! the work compares with tokio's for the same shape.
+//!
+//! Run: `cargo run -p smarm-benches --release --example instructions -- SHAPE PEER N`,
+//! with
+//!
+//! - `SHAPE`: `yield` (two processes or tasks yielding to each other, `N`
+//!   yields in all), `channel` (a ping-pong of `N` round trips over two
+//!   unbounded channels), `spawn` (`N` processes or tasks spawned, then
+//!   all joined), `actor` (a ping-pong of `N` round trips between two
+//!   handler actors; tokio's side is the same two tasks over mpsc
+//!   channels, as in the `actors` bench);
+//! - `PEER`: `smarm` (one worker, `smarm::run`) or `tokio` (a
+//!   `current_thread` runtime).
+//!
+//! Each run checks its result (every message comes back, every spawned
+//! body ran) and exits non-zero otherwise.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use smarm::{Actor, Addr, Ctx};
+
+#[derive(Clone, Copy)]
+enum Shape {
+    Yield,
+    Channel,
+    Spawn,
+    Actor,
+}
+
+fn parse_args() -> Result<(Shape, bool, u64), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [shape, peer, n] = args.as_slice() else {
+        return Err("usage: instructions yield|channel|spawn|actor smarm|tokio N".into());
+    };
+    let shape = match shape.as_str() {
+        "yield" => Shape::Yield,
+        "channel" => Shape::Channel,
+        "spawn" => Shape::Spawn,
+        "actor" => Shape::Actor,
+        other => return Err(format!("unknown shape {other:?}: yield, channel, spawn or actor")),
+    };
+    let smarm = match peer.as_str() {
+        "smarm" => true,
+        "tokio" => false,
+        other => return Err(format!("unknown peer {other:?}: smarm or tokio")),
+    };
+    let n = n.parse::<u64>().map_err(|e| format!("N {n:?}: {e}"))?;
+    if n < 2 || n % 2 != 0 {
+        return Err(format!("N {n}: an even number, at least 2 (the yield shape splits it in two)"));
+    }
+    Ok((shape, smarm, n))
+}
+
+fn main() -> ExitCode {
+    let (shape, smarm, n) = match parse_args() {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    // What the run did, to check: yields made, values echoed, bodies run.
+    let done = if smarm { smarm_run(shape, n) } else { tokio_run(shape, n) };
+    if done == n {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("expected {n} operations, saw {done}");
+        ExitCode::FAILURE
+    }
+}
+
+// ---------------------------------------------------------------- smarm
+
+/// Answers every number with the same number.
+struct Pong;
+
+impl Actor for Pong {
+    type Msg = (u64, Addr<Ping>);
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, (n, back): (u64, Addr<Ping>)) {
+        let _ = back.send(black_box(n));
+    }
+}
+
+/// Sends `trips` numbers one at a time and reports how many came back.
+struct Ping {
+    pong: Addr<Pong>,
+    trips: u64,
+    back: u64,
+    done: smarm::Sender<u64>,
+}
+
+impl Actor for Ping {
+    type Msg = u64;
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let _ = self.pong.send((0, ctx.addr()));
+    }
+    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, n: u64) {
+        self.back += 1;
+        if n + 1 == self.trips {
+            let _ = self.done.send(self.back);
+            ctx.stop_self();
+        } else {
+            let _ = self.pong.send((n + 1, ctx.addr()));
+        }
+    }
+}
+
+fn smarm_run(shape: Shape, n: u64) -> u64 {
+    smarm::run(move || match shape {
+        Shape::Yield => {
+            let count = Arc::new(AtomicU64::new(0));
+            let yielder = |count: Arc<AtomicU64>| {
+                move || {
+                    for _ in 0..n / 2 {
+                        smarm::yield_now();
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            };
+            let a = smarm::spawn(yielder(count.clone())).expect("spawn");
+            let b = smarm::spawn(yielder(count.clone())).expect("spawn");
+            a.join().expect("yielder exits normally");
+            b.join().expect("yielder exits normally");
+            count.load(Ordering::Relaxed)
+        }
+        Shape::Channel => {
+            let (to_ponger, from_pinger) = smarm::channel::<u64>();
+            let (to_pinger, from_ponger) = smarm::channel::<u64>();
+            let ponger = smarm::spawn(move || {
+                while let Ok(value) = from_pinger.recv() {
+                    if to_pinger.send(black_box(value)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn");
+            let mut back = 0;
+            for trip in 0..n {
+                to_ponger.send(trip).expect("ponger alive");
+                back += u64::from(from_ponger.recv().expect("ponger answers") == trip);
+            }
+            drop(to_ponger);
+            ponger.join().expect("ponger exits normally");
+            back
+        }
+        Shape::Spawn => {
+            let count = Arc::new(AtomicU64::new(0));
+            let handles: Vec<_> = (0..n)
+                .map(|_| {
+                    let count = count.clone();
+                    smarm::spawn(move || {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .expect("spawn")
+                })
+                .collect();
+            for handle in handles {
+                handle.join().expect("body exits normally");
+            }
+            count.load(Ordering::Relaxed)
+        }
+        Shape::Actor => {
+            let runtime = smarm::current_runtime().expect("in a process");
+            let pong = runtime.spawn_actor_on(0, Pong).expect("spawn pong");
+            let (done, back) = smarm::channel();
+            runtime
+                .spawn_actor_on(0, Ping { pong: pong.clone(), trips: n, back: 0, done })
+                .expect("spawn ping");
+            let back = back.recv().expect("ping reports");
+            pong.stop().expect("pong alive");
+            back
+        }
+    })
+}
+
+// ---------------------------------------------------------------- tokio
+
+fn tokio_run(shape: Shape, n: u64) -> u64 {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime");
+    runtime.block_on(async move {
+        match shape {
+            Shape::Yield => {
+                let count = Arc::new(AtomicU64::new(0));
+                let yielder = |count: Arc<AtomicU64>| async move {
+                    for _ in 0..n / 2 {
+                        tokio::task::yield_now().await;
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                };
+                let a = tokio::spawn(yielder(count.clone()));
+                let b = tokio::spawn(yielder(count.clone()));
+                a.await.expect("yielder exits normally");
+                b.await.expect("yielder exits normally");
+                count.load(Ordering::Relaxed)
+            }
+            // The actor shape's tokio side is the same pair of tasks.
+            Shape::Channel | Shape::Actor => {
+                let (to_ponger, mut from_pinger) = tokio::sync::mpsc::unbounded_channel::<u64>();
+                let (to_pinger, mut from_ponger) = tokio::sync::mpsc::unbounded_channel::<u64>();
+                let ponger = tokio::spawn(async move {
+                    while let Some(value) = from_pinger.recv().await {
+                        if to_pinger.send(black_box(value)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let pinger = tokio::spawn(async move {
+                    let mut back = 0;
+                    for trip in 0..n {
+                        to_ponger.send(trip).expect("ponger alive");
+                        back += u64::from(from_ponger.recv().await.expect("ponger answers") == trip);
+                    }
+                    back
+                });
+                let back = pinger.await.expect("pinger exits normally");
+                ponger.await.expect("ponger exits normally");
+                back
+            }
+            Shape::Spawn => {
+                let count = Arc::new(AtomicU64::new(0));
+                let handles: Vec<_> = (0..n)
+                    .map(|_| {
+                        let count = count.clone();
+                        tokio::spawn(async move {
+                            count.fetch_add(1, Ordering::Relaxed);
+                        })
+                    })
+                    .collect();
+                for handle in handles {
+                    handle.await.expect("body exits normally");
+                }
+                count.load(Ordering::Relaxed)
+            }
+        }
+    })
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Instructions per operation on the hot path, smarm beside tokio
+# current_thread, counted by Valgrind's callgrind: yield, same-worker
+# channel ping-pong (per round trip), spawn + join, and same-worker actor
+# ping-pong (per round trip; tokio's side is the mpsc pair of the
+# `actors` bench). Each shape runs twice, with N and 2N operations, and the
+# figure is the difference over N, so the runtime's start and end cancel.
+#
+# Times on a shared virtual machine move by a fifth between runs; these
+# counts move by well under one percent, so they show whether a change does
+# less work. They are not times: an atomic read-modify-write or a cache
+# miss is one instruction here and tens of cycles on the CPU.
+#
+# Usage: benches/instructions.sh [N]   (default N = 10000)
+# Output: a table on stdout and bench_results/instructions.csv.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+n="${1:-10000}"
+
+if ! command -v valgrind > /dev/null; then
+  echo "installing valgrind"
+  if [ "$(id -u)" = 0 ]; then apt-get install -y -q valgrind > /dev/null; else sudo apt-get install -y -q valgrind > /dev/null; fi
+fi
+
+cargo build -q -p smarm-benches --release --example instructions
+bin="${CARGO_TARGET_DIR:-$root/target}/release/examples/instructions"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+# Instructions the whole run of `shape peer count` executes.
+count() {
+  local out="$scratch/$1-$2-$3.out"
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$1" "$2" "$3" 2> "$scratch/log" \
+    || { cat "$scratch/log" >&2; exit 1; }
+  awk '/^summary:/ { print $2 }' "$out"
+}
+
+csv=bench_results/instructions.csv
+echo "shape,peer,instructions_per_op" > "$csv"
+printf '%-8s %10s %10s %8s\n' shape smarm tokio ratio
+for shape in yield channel spawn actor; do
+  declare -A per
+  for peer in smarm tokio; do
+    small=$(count "$shape" "$peer" "$n")
+    large=$(count "$shape" "$peer" "$((2 * n))")
+    per[$peer]=$(( (large - small) / n ))
+    echo "$shape,$peer,${per[$peer]}" >> "$csv"
+  done
+  printf '%-8s %10s %10s %8s\n' "$shape" "${per[smarm]}" "${per[tokio]}" \
+    "$(awk -v a="${per[smarm]}" -v b="${per[tokio]}" 'BEGIN { printf "%.2f", a / b }')"
+done
+echo "(instructions per operation; $csv)"
