@@ -3,8 +3,11 @@
 # current_thread, counted by Valgrind's callgrind: yield, same-worker
 # channel ping-pong (per round trip), spawn + join, and same-worker actor
 # ping-pong (per round trip; tokio's side is the mpsc pair of the
-# `actors` bench). Each shape runs twice, with N and 2N operations, and the
-# figure is the difference over N, so the runtime's start and end cancel.
+# `actors` bench). Each shape runs twice in a fresh runtime, one round of
+# N operations and then three, and the figure is the difference over 2N:
+# the runtime's start and end and its warm-up round (its slab, stack pool
+# and allocator caches filling) cancel, leaving the steady state the
+# criterion benches time.
 #
 # Times on a shared virtual machine move by a fifth between runs; these
 # counts move by well under one percent, so they show whether a change does
@@ -28,10 +31,10 @@ bin="${CARGO_TARGET_DIR:-$root/target}/release/examples/instructions"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
-# Instructions the whole run of `shape peer count` executes.
+# Instructions the whole run of `shape peer rounds` executes.
 count() {
   local out="$scratch/$1-$2-$3.out"
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$1" "$2" "$3" 2> "$scratch/log" \
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$1" "$2" "$3" "$n" 2> "$scratch/log" \
     || { cat "$scratch/log" >&2; exit 1; }
   awk '/^summary:/ { print $2 }' "$out"
 }
@@ -42,9 +45,9 @@ printf '%-8s %10s %10s %8s\n' shape smarm tokio ratio
 for shape in yield channel spawn actor; do
   declare -A per
   for peer in smarm tokio; do
-    small=$(count "$shape" "$peer" "$n")
-    large=$(count "$shape" "$peer" "$((2 * n))")
-    per[$peer]=$(( (large - small) / n ))
+    small=$(count "$shape" "$peer" 1)
+    large=$(count "$shape" "$peer" 3)
+    per[$peer]=$(( (large - small) / (2 * n) ))
     echo "$shape,$peer,${per[$peer]}" >> "$csv"
   done
   printf '%-8s %10s %10s %8s\n' "$shape" "${per[smarm]}" "${per[tokio]}" \

@@ -5,20 +5,24 @@
 //! they show whether a change to the hot path does less work, and how
 //! the work compares with tokio's for the same shape.
 //!
-//! Run: `cargo run -p smarm-benches --release --example instructions -- SHAPE PEER N`,
-//! with
+//! Run: `cargo run -p smarm-benches --release --example instructions -- SHAPE PEER ROUNDS [SIZE]`:
+//! one runtime runs `ROUNDS` rounds of `SIZE` operations (default 10,000,
+//! as in the criterion benches) of
 //!
-//! - `SHAPE`: `yield` (two processes or tasks yielding to each other, `N`
-//!   yields in all), `channel` (a ping-pong of `N` round trips over two
-//!   unbounded channels), `spawn` (`N` processes or tasks spawned, then
-//!   all joined), `actor` (a ping-pong of `N` round trips between two
-//!   handler actors; tokio's side is the same two tasks over mpsc
-//!   channels, as in the `actors` bench);
+//! - `SHAPE`: `yield` (two processes or tasks yielding to each other,
+//!   `SIZE` yields in all), `channel` (a ping-pong of `SIZE` round trips
+//!   over two unbounded channels), `spawn` (`SIZE` processes or tasks
+//!   spawned, then all joined), `actor` (a ping-pong of `SIZE` round trips
+//!   between two handler actors; tokio's side is the same two tasks over
+//!   mpsc channels, as in the `actors` bench);
 //! - `PEER`: `smarm` (one worker, `smarm::run`) or `tokio` (a
 //!   `current_thread` runtime).
 //!
-//! Each run checks its result (every message comes back, every spawned
-//! body ran) and exits non-zero otherwise.
+//! The first round warms the runtime up (its slab, stack pool and
+//! allocator caches), as criterion's warm-up does, so the difference
+//! between two runs with different `ROUNDS` is the steady-state cost.
+//! Every round checks its result (every message comes back, every spawned
+//! body ran) and the run exits non-zero otherwise.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -35,10 +39,15 @@ enum Shape {
     Actor,
 }
 
-fn parse_args() -> Result<(Shape, bool, u64), String> {
+/// Operations per round unless the command line says otherwise.
+const DEFAULT_SIZE: u64 = 10_000;
+
+fn parse_args() -> Result<(Shape, bool, u64, u64), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [shape, peer, n] = args.as_slice() else {
-        return Err("usage: instructions yield|channel|spawn|actor smarm|tokio N".into());
+    let (shape, peer, rounds, size) = match args.as_slice() {
+        [shape, peer, rounds] => (shape, peer, rounds, None),
+        [shape, peer, rounds, size] => (shape, peer, rounds, Some(size)),
+        _ => return Err("usage: instructions yield|channel|spawn|actor smarm|tokio ROUNDS [SIZE]".into()),
     };
     let shape = match shape.as_str() {
         "yield" => Shape::Yield,
@@ -52,28 +61,36 @@ fn parse_args() -> Result<(Shape, bool, u64), String> {
         "tokio" => false,
         other => return Err(format!("unknown peer {other:?}: smarm or tokio")),
     };
-    let n = n.parse::<u64>().map_err(|e| format!("N {n:?}: {e}"))?;
-    if n < 2 || n % 2 != 0 {
-        return Err(format!("N {n}: an even number, at least 2 (the yield shape splits it in two)"));
+    let rounds = rounds.parse::<u64>().map_err(|e| format!("ROUNDS {rounds:?}: {e}"))?;
+    if rounds == 0 {
+        return Err("ROUNDS must be at least 1".into());
     }
-    Ok((shape, smarm, n))
+    let size = match size {
+        None => DEFAULT_SIZE,
+        Some(size) => size.parse::<u64>().map_err(|e| format!("SIZE {size:?}: {e}"))?,
+    };
+    if size < 2 || size % 2 != 0 {
+        return Err(format!("SIZE {size}: an even number, at least 2 (the yield shape splits it in two)"));
+    }
+    Ok((shape, smarm, rounds, size))
 }
 
 fn main() -> ExitCode {
-    let (shape, smarm, n) = match parse_args() {
+    let (shape, smarm, rounds, size) = match parse_args() {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
         }
     };
-    // What the run did, to check: yields made, values echoed, bodies run.
-    let done = if smarm { smarm_run(shape, n) } else { tokio_run(shape, n) };
-    if done == n {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!("expected {n} operations, saw {done}");
-        ExitCode::FAILURE
+    // What each round did, to check: yields made, values echoed, bodies run.
+    let done = if smarm { smarm_run(shape, rounds, size) } else { tokio_run(shape, rounds, size) };
+    match done.iter().position(|&done| done != size) {
+        None => ExitCode::SUCCESS,
+        Some(round) => {
+            eprintln!("round {round}: expected {size} operations, saw {}", done[round]);
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -113,8 +130,14 @@ impl Actor for Ping {
     }
 }
 
-fn smarm_run(shape: Shape, n: u64) -> u64 {
-    smarm::run(move || match shape {
+/// Runs `rounds` rounds of `size` operations in one runtime; what each
+/// round did.
+fn smarm_run(shape: Shape, rounds: u64, size: u64) -> Vec<u64> {
+    smarm::run(move || (0..rounds).map(|_| smarm_round(shape, size)).collect())
+}
+
+fn smarm_round(shape: Shape, n: u64) -> u64 {
+    match shape {
         Shape::Yield => {
             let count = Arc::new(AtomicU64::new(0));
             let yielder = |count: Arc<AtomicU64>| {
@@ -178,67 +201,71 @@ fn smarm_run(shape: Shape, n: u64) -> u64 {
             pong.stop().expect("pong alive");
             back
         }
-    })
+    }
 }
 
 // ---------------------------------------------------------------- tokio
 
-fn tokio_run(shape: Shape, n: u64) -> u64 {
+/// Runs `rounds` rounds of `size` operations in one runtime; what each
+/// round did.
+fn tokio_run(shape: Shape, rounds: u64, size: u64) -> Vec<u64> {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime");
-    runtime.block_on(async move {
-        match shape {
-            Shape::Yield => {
-                let count = Arc::new(AtomicU64::new(0));
-                let yielder = |count: Arc<AtomicU64>| async move {
-                    for _ in 0..n / 2 {
-                        tokio::task::yield_now().await;
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                };
-                let a = tokio::spawn(yielder(count.clone()));
-                let b = tokio::spawn(yielder(count.clone()));
-                a.await.expect("yielder exits normally");
-                b.await.expect("yielder exits normally");
-                count.load(Ordering::Relaxed)
-            }
-            // The actor shape's tokio side is the same pair of tasks.
-            Shape::Channel | Shape::Actor => {
-                let (to_ponger, mut from_pinger) = tokio::sync::mpsc::unbounded_channel::<u64>();
-                let (to_pinger, mut from_ponger) = tokio::sync::mpsc::unbounded_channel::<u64>();
-                let ponger = tokio::spawn(async move {
-                    while let Some(value) = from_pinger.recv().await {
-                        if to_pinger.send(black_box(value)).is_err() {
-                            break;
-                        }
-                    }
-                });
-                let pinger = tokio::spawn(async move {
-                    let mut back = 0;
-                    for trip in 0..n {
-                        to_ponger.send(trip).expect("ponger alive");
-                        back += u64::from(from_ponger.recv().await.expect("ponger answers") == trip);
-                    }
-                    back
-                });
-                let back = pinger.await.expect("pinger exits normally");
-                ponger.await.expect("ponger exits normally");
-                back
-            }
-            Shape::Spawn => {
-                let count = Arc::new(AtomicU64::new(0));
-                let handles: Vec<_> = (0..n)
-                    .map(|_| {
-                        let count = count.clone();
-                        tokio::spawn(async move {
-                            count.fetch_add(1, Ordering::Relaxed);
-                        })
-                    })
-                    .collect();
-                for handle in handles {
-                    handle.await.expect("body exits normally");
+    (0..rounds).map(|_| runtime.block_on(tokio_round(shape, size))).collect()
+}
+
+async fn tokio_round(shape: Shape, n: u64) -> u64 {
+    match shape {
+        Shape::Yield => {
+            let count = Arc::new(AtomicU64::new(0));
+            let yielder = |count: Arc<AtomicU64>| async move {
+                for _ in 0..n / 2 {
+                    tokio::task::yield_now().await;
+                    count.fetch_add(1, Ordering::Relaxed);
                 }
-                count.load(Ordering::Relaxed)
-            }
+            };
+            let a = tokio::spawn(yielder(count.clone()));
+            let b = tokio::spawn(yielder(count.clone()));
+            a.await.expect("yielder exits normally");
+            b.await.expect("yielder exits normally");
+            count.load(Ordering::Relaxed)
         }
-    })
+        // The actor shape's tokio side is the same pair of tasks.
+        Shape::Channel | Shape::Actor => {
+            let (to_ponger, mut from_pinger) = tokio::sync::mpsc::unbounded_channel::<u64>();
+            let (to_pinger, mut from_ponger) = tokio::sync::mpsc::unbounded_channel::<u64>();
+            let ponger = tokio::spawn(async move {
+                while let Some(value) = from_pinger.recv().await {
+                    if to_pinger.send(black_box(value)).is_err() {
+                        break;
+                    }
+                }
+            });
+            let pinger = tokio::spawn(async move {
+                let mut back = 0;
+                for trip in 0..n {
+                    to_ponger.send(trip).expect("ponger alive");
+                    back += u64::from(from_ponger.recv().await.expect("ponger answers") == trip);
+                }
+                back
+            });
+            let back = pinger.await.expect("pinger exits normally");
+            ponger.await.expect("ponger exits normally");
+            back
+        }
+        Shape::Spawn => {
+            let count = Arc::new(AtomicU64::new(0));
+            let handles: Vec<_> = (0..n)
+                .map(|_| {
+                    let count = count.clone();
+                    tokio::spawn(async move {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.await.expect("body exits normally");
+            }
+            count.load(Ordering::Relaxed)
+        }
+    }
 }
