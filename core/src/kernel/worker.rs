@@ -139,9 +139,9 @@ pub(crate) struct WorkerCore {
     ready_left: Cell<usize>,
     fresh_left: Cell<usize>,
     /// The process that handed the worker directly to the running one and
-    /// whose switch out is not yet finished: its landing ([`landed`])
-    /// checks its stack.
-    outgoing: Cell<Option<(u32, u32)>>,
+    /// whose switch out is not yet finished, with its slot: its landing
+    /// ([`landed`]) checks its stack.
+    outgoing: Cell<Option<(NonNull<Slot>, Pid)>>,
     stats: RefCell<StatsSnapshot>,
     live_here: Cell<u64>,
     /// The runtime's worker plugin and this worker's state for it, set on
@@ -555,8 +555,8 @@ fn pass(core: &WorkerCore, shared: &Shared) -> bool {
     // then sees one `run` for the whole chain.
     core.ready_left.set(limit);
     core.fresh_left.set(fresh_budget);
-    while let Some(index) = take_next(core, shared, false) {
-        run(core, shared, index);
+    while let Some((index, slot)) = take_next(core, shared, false) {
+        run(core, shared, index, slot);
         did = true;
     }
     core.ready_left.set(0);
@@ -589,24 +589,25 @@ const FRESH_PER_PASS: usize = 64;
 /// ends rather than resume more ready processes.
 const FRESH_BACKLOG: usize = 256;
 
-/// The next process step 3 runs, taken off its queue and its budget: the
-/// newest fresh spawn while the fresh budget lasts, else the front of the
-/// ready queue while the pass's budget lasts. With `stackful_only`, `None`
-/// (and nothing taken) if that process has no stack of its own.
+/// The next process step 3 runs, with its slot, taken off its queue and
+/// its budget: the newest fresh spawn while the fresh budget lasts, else
+/// the front of the ready queue while the pass's budget lasts. With
+/// `stackful_only`, `None` (and nothing taken) if that process has no
+/// stack of its own.
 #[inline]
-fn take_next(core: &WorkerCore, shared: &Shared, stackful_only: bool) -> Option<u32> {
-    let stackless = |index: u32| {
-        stackful_only && shared.slot(index).is_none_or(|slot| slot.stackless.load(Ordering::Relaxed))
-    };
+fn take_next<'s>(core: &WorkerCore, shared: &'s Shared, stackful_only: bool) -> Option<(u32, &'s Slot)> {
+    // Every index in this worker's queues is one of the runtime's slots.
+    let stackless = |slot: &Slot| stackful_only && slot.stackless.load(Ordering::Relaxed);
     if core.fresh_left.get() > 0 {
         let mut fresh = core.fresh.borrow_mut();
         if let Some(&index) = fresh.last() {
-            if stackless(index) {
+            let slot = shared.slot_at(index);
+            if stackless(slot) {
                 return None;
             }
             fresh.pop();
             core.fresh_left.set(core.fresh_left.get() - 1);
-            return Some(index);
+            return Some((index, slot));
         }
     }
     // Spawns are outrunning the fresh budget: end the pass here, so the
@@ -623,12 +624,13 @@ fn take_next(core: &WorkerCore, shared: &Shared, stackful_only: bool) -> Option<
     if core.ready_left.get() > 0 {
         let mut ready = core.ready.borrow_mut();
         if let Some(&index) = ready.front() {
-            if stackless(index) {
+            let slot = shared.slot_at(index);
+            if stackless(slot) {
                 return None;
             }
             ready.pop_front();
             core.ready_left.set(core.ready_left.get() - 1);
-            return Some(index);
+            return Some((index, slot));
         }
     }
     None
@@ -637,8 +639,7 @@ fn take_next(core: &WorkerCore, shared: &Shared, stackful_only: bool) -> Option<
 /// Resumes the process in slot `index` until it (or the last process of a
 /// chain of direct hand-offs that began with it) switches back here:
 /// yields, parks or exits.
-fn run(core: &WorkerCore, shared: &Shared, index: u32) {
-    let Some(slot) = shared.slot(index) else { return };
+fn run(core: &WorkerCore, shared: &Shared, index: u32, slot: &Slot) {
     if slot.stackless.load(Ordering::Relaxed) {
         let generation = slot.generation();
         let began = slot.state.begin_run(generation);
@@ -668,7 +669,10 @@ fn run(core: &WorkerCore, shared: &Shared, index: u32) {
         unreachable!("smarm: a process switched back to its worker with none running")
     };
     debug_assert!(core.outgoing.get().is_none(), "a hand-off was not finished by its landing");
-    let slot = shared.slot_at(index);
+    // SAFETY: `running_slot` was set with `running` (`enter`) to that
+    // process's slot, and slots never move while the runtime lives.
+    let slot = unsafe { core.running_slot.get().as_ref() };
+    debug_assert!(ptr::eq(slot, shared.slot_at(index)), "running_slot is not the running process's slot");
     // SAFETY: as above, the process is live and suspended, its body this
     // worker's; this is the only reference to it.
     unsafe { switched_out(shared, &mut *slot.body.get(), Pid::from_parts(index, generation)) };
@@ -745,7 +749,7 @@ pub(crate) fn hand_off(core: &WorkerCore, shared: &Shared, reason: SwitchReason)
     // Not preempted while the queues grow (see `WorkerCore::push_ready`).
     core.current.preempt.disable();
     batch_spawns(core);
-    let Some(next) = take_next(core, shared, true) else {
+    let Some((next, next_slot)) = take_next(core, shared, true) else {
         core.current.preempt.enable();
         return None;
     };
@@ -754,8 +758,9 @@ pub(crate) fn hand_off(core: &WorkerCore, shared: &Shared, reason: SwitchReason)
         // takes from this queue, and it is busy switching.
         core.ready.borrow_mut().push_back(index);
     }
-    core.outgoing.set(Some((index, generation)));
-    let body = enter(core, shared, shared.slot_at(next), next);
+    // The running process's slot (`enter` set it with `running`).
+    core.outgoing.set(Some((core.running_slot.get(), Pid::from_parts(index, generation))));
+    let body = enter(core, shared, next_slot, next);
     core.current.preempt.enable();
     // SAFETY: a pointer to one field, no reference made.
     Some(unsafe { ptr::addr_of!((*body).context) })
@@ -766,13 +771,12 @@ pub(crate) fn hand_off(core: &WorkerCore, shared: &Shared, reason: SwitchReason)
 /// that handed the worker over, if it was a direct hand-off.
 #[inline]
 pub(crate) fn landed(core: &WorkerCore, shared: &Shared) {
-    let Some((index, generation)) = core.outgoing.take() else { return };
-    // SAFETY: the process that handed over is suspended (its context was
-    // saved by the switch that landed here) and its body is this worker's;
-    // this is the only reference to it.
-    unsafe {
-        switched_out(shared, &mut *shared.slot_at(index).body.get(), Pid::from_parts(index, generation))
-    };
+    let Some((slot, pid)) = core.outgoing.take() else { return };
+    // SAFETY: `slot` is the slot of the process that handed over (slots
+    // never move while the runtime lives); that process is suspended (its
+    // context was saved by the switch that landed here) and its body is
+    // this worker's; this is the only reference to it.
+    unsafe { switched_out(shared, &mut *slot.as_ref().body.get(), pid) };
 }
 
 /// Ends the program with the platform's overflow report if the process

@@ -1069,6 +1069,7 @@ impl<T: Send> Receiver<T> {
     /// channel the whole queue moves into `taken` first (no sender waits
     /// for room there); the messages already in `taken` were looked at
     /// before, so only the new ones are.
+    #[inline]
     fn take_locked(&self, inner: &mut Inner<T>, pred: &impl Fn(&T) -> bool) -> Option<(T, Wakes)> {
         // A value handed while this look waited for the lock (a wake that
         // was not the hand's let the receiver run first): the oldest
@@ -1080,6 +1081,17 @@ impl<T: Send> Receiver<T> {
             }
             self.taken.borrow_mut().push_front(value);
         }
+        // Nothing queued, nothing offered: the look of a receive about to
+        // park, answered without a call.
+        if !inner.has_message() {
+            return None;
+        }
+        self.take_queued(inner, pred)
+    }
+
+    /// [`take_locked`](Self::take_locked) once something is queued or
+    /// offered.
+    fn take_queued(&self, inner: &mut Inner<T>, pred: &impl Fn(&T) -> bool) -> Option<(T, Wakes)> {
         if self.chan.capacity.is_some() || inner.queue.is_empty() {
             return inner.take_matching(pred);
         }
