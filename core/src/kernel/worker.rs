@@ -594,7 +594,7 @@ const FRESH_BACKLOG: usize = 256;
 /// the front of the ready queue while the pass's budget lasts. With
 /// `stackful_only`, `None` (and nothing taken) if that process has no
 /// stack of its own.
-#[inline]
+#[inline(always)]
 fn take_next<'s>(core: &WorkerCore, shared: &'s Shared, stackful_only: bool) -> Option<(u32, &'s Slot)> {
     // Every index in this worker's queues is one of the runtime's slots.
     let stackless = |slot: &Slot| stackful_only && slot.stackless.load(Ordering::Relaxed);
@@ -743,6 +743,7 @@ fn switched_out(shared: &Shared, body: &mut SlotBody, pid: Pid) {
 /// The chain is bounded by the pass's budgets, so ingress, timers and the
 /// plugin's share still come round.
 #[cfg_attr(smarm_asan, allow(dead_code))]
+#[inline(always)]
 pub(crate) fn hand_off(core: &WorkerCore, shared: &Shared, reason: SwitchReason) -> Option<*const Context> {
     debug_assert!(reason != SwitchReason::Exit, "an exit switches back to its worker, which finalizes it");
     let (index, generation) = core.current.running.get()?;
