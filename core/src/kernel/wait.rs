@@ -80,7 +80,7 @@ impl Waiter {
     /// process's registration leaves its runtime handle to
     /// the waking worker, which saves the next registration made there a
     /// reference-count update.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn wake_last_in(self, here: Here) -> bool {
         match self.0 {
             Kind::Process(waker) => waker.wake_last_in(here),

@@ -794,7 +794,7 @@ impl<T: Send> Sender<T> {
 
     /// [`try_push`](Self::try_push) from the worker record `here` the
     /// caller looked up.
-    #[inline]
+    #[inline(always)]
     fn try_push_in(&self, value: T, here: Here) -> Result<(), TrySendError<T>> {
         let mut inner = self.chan.inner.lock_in(here);
         if !inner.receiver_alive {
@@ -1055,6 +1055,7 @@ impl<T: Send> Receiver<T> {
 
     /// The first message for which `pred` holds among those already taken
     /// out of the queue, or handed (no lock).
+    #[inline(always)]
     fn take_taken(&self, pred: &impl Fn(&T) -> bool) -> Option<T> {
         self.absorb_handed();
         let mut taken = self.taken.borrow_mut();
@@ -1069,7 +1070,7 @@ impl<T: Send> Receiver<T> {
     /// channel the whole queue moves into `taken` first (no sender waits
     /// for room there); the messages already in `taken` were looked at
     /// before, so only the new ones are.
-    #[inline]
+    #[inline(always)]
     fn take_locked(&self, inner: &mut Inner<T>, pred: &impl Fn(&T) -> bool) -> Option<(T, Wakes)> {
         // A value handed while this look waited for the lock (a wake that
         // was not the hand's let the receiver run first): the oldest
