@@ -166,6 +166,58 @@ impl smarm::Actor for Sink {
     }
 }
 
+/// Sends itself `n` messages in its first turn and reports once it has
+/// handled them all.
+struct SelfFlood {
+    n: u32,
+    handled: u32,
+    done: smarm::Sender<u32>,
+}
+
+impl smarm::Actor for SelfFlood {
+    type Msg = ();
+    fn on_start(&mut self, ctx: &mut smarm::Ctx<'_, Self>) {
+        for _ in 0..self.n {
+            ctx.addr().send(()).unwrap();
+        }
+    }
+    fn handle(&mut self, ctx: &mut smarm::Ctx<'_, Self>, (): ()) {
+        self.handled += 1;
+        if self.handled == self.n {
+            self.done.send(self.handled).unwrap();
+            ctx.stop_self();
+        }
+    }
+}
+
+#[test]
+fn a_handlers_operations_past_the_budget_leave_the_next_process_a_full_budget() {
+    // A handler's sends spend the driver's budget, where nothing can yield;
+    // the process resumed next still yields at its own budget's end.
+    const BUDGET: u32 = 8;
+    let config = Config { coop_budget: BUDGET, ..Config::default() };
+    let count = smarm::run_with(config, move || {
+        let runtime = smarm::current_runtime().unwrap();
+        let (done, handled) = smarm::channel();
+        runtime.spawn_actor_on(0, SelfFlood { n: 4 * BUDGET, handled: 0, done }).unwrap();
+        assert_eq!(handled.recv().unwrap(), 4 * BUDGET);
+        // As `ops_before_neighbour_runs`, right after the handler's turns.
+        smarm::yield_now();
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        smarm::spawn(move || r.store(true, Ordering::SeqCst)).unwrap();
+        let (tx, _rx) = smarm::channel::<u32>();
+        let mut count = 0;
+        while !ran.load(Ordering::SeqCst) {
+            tx.send(1).unwrap();
+            count += 1;
+            assert!(count < 100_000, "the neighbour never ran");
+        }
+        count
+    });
+    assert_eq!(count, BUDGET as usize - 1);
+}
+
 #[test]
 fn a_budget_of_zero_never_yields() {
     let (_tx, rx) = smarm::channel::<u32>();

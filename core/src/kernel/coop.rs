@@ -29,7 +29,10 @@
 //! lose the wake the wait expects) nor while preemption is disabled (a
 //! runtime lock may be held). An operation that finds the budget spent at
 //! such a moment does not yield, and the counter stays at its last unit so
-//! the next operation tries again. Like [`yield_now`](crate::yield_now), the budget yield is
+//! the next operation tries again. On a worker's driver between
+//! processes (a handler actor's turn) there is nothing to yield: the
+//! counter, which the last process left there, is turned off once spent,
+//! until the next resume refills it. Like [`yield_now`](crate::yield_now), the budget yield is
 //! an observation point for `request_stop` — a sending loop can be stopped —
 //! except while the process is already unwinding (a destructor that sends
 //! during a panic): raising a stop there would abort the program, so the
@@ -90,20 +93,28 @@ pub(crate) fn spend_in(here: current::Here) {
         }
     });
     if exhausted == Some(true) {
-        yield_spent();
+        yield_spent(here);
     }
 }
 
 /// The slow path of [`spend`]: yields if a process runs and may switch.
+/// On a worker's driver between processes (a handler actor's turn) there
+/// is nothing to yield: the budget is turned off there until the next
+/// resume refills it, so the driver's later operations stop at the
+/// counter instead of coming here each time.
 #[cold]
 #[inline(never)]
-fn yield_spent() {
+fn yield_spent(here: current::Here) {
+    let Some(record) = here.record() else { return };
+    if record.running.get().is_none() {
+        record.coop_budget.set(0);
+        return;
+    }
     // The same conditions as `check`'s: a yield with a wait open would lose
     // the wake; with preemption disabled a runtime lock may be held.
-    let yield_spent = current::with(|record| record.may_switch().then_some(record.yield_spent)).flatten();
-    if let Some(yield_spent) = yield_spent {
+    if record.may_switch() {
         // The worker refills the counter when it resumes us.
-        yield_spent();
+        (record.yield_spent)();
     }
 }
 
