@@ -155,6 +155,7 @@ impl State {
     ///
     /// Words are only ever built from a `State`, so an unknown byte means the
     /// word was corrupted by something outside this module.
+    #[inline]
     const fn from_bits(bits: u8) -> State {
         match bits {
             0 => State::Vacant,
