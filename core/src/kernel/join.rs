@@ -158,15 +158,17 @@ impl<T: 'static> JoinHandle<T> {
 /// Takes the outcome of a notified process: its value on a normal exit,
 /// else its exit reason.
 fn take_outcome<T: 'static>(cold: &mut Cold) -> Result<T, JoinError> {
-    match cold.exit.clone().unwrap_or(ExitReason::Normal) {
-        ExitReason::Normal => match cold.value.take().map(|value| value.downcast::<T>()) {
+    // Looked at in place: a normal exit (the common case) clones and drops
+    // no reason.
+    match &cold.exit {
+        None | Some(ExitReason::Normal) => match cold.value.take().map(|value| value.downcast::<T>()) {
             Some(Ok(value)) => Ok(*value),
             // A process that returned normally stashed its value, and a
             // handle's `T` is the body's return type; only a second take
             // (impossible: joining consumes the handle) finds nothing.
             Some(Err(_)) | None => Err(JoinError::Exited(ExitReason::Normal)),
         },
-        reason => Err(reason.into()),
+        Some(reason) => Err(reason.clone().into()),
     }
 }
 

@@ -325,6 +325,7 @@ impl Shared {
     }
 
     /// The slot of a pid this runtime handed out (its index is in range).
+    #[inline]
     pub(crate) fn slot_of(&self, pid: Pid) -> &Slot {
         self.slot_at(pid.index())
     }
