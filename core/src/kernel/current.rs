@@ -134,6 +134,15 @@ impl Here {
         Here(registered())
     }
 
+    /// The record of a worker whose pass runs on this thread now, as a
+    /// caller that already holds it (a running process's own core) names
+    /// it: what [`get`](Self::get) would return, without the look-up.
+    #[inline]
+    pub(crate) fn of_running(record: NonNull<Current>) -> Here {
+        debug_assert_eq!(registered(), Some(record), "a record that is not the thread's current one");
+        Here(Some(record))
+    }
+
     /// The registered pointer, if any.
     #[inline]
     pub(crate) fn ptr(self) -> Option<NonNull<Current>> {

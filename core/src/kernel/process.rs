@@ -75,6 +75,14 @@ impl Running {
         Some(Running { core, shared, slot, index, generation })
     }
 
+    /// The worker record of this thread, which runs the process: what
+    /// `Here::get` returns in the process's frames, without the look-up.
+    #[inline]
+    pub(crate) fn here(&self) -> Here {
+        // The record is the core's first field (`worker::core_ptr`).
+        Here::of_running(self.core.cast())
+    }
+
     /// The process's worker core.
     #[inline]
     fn core(&self) -> &WorkerCore {
@@ -184,7 +192,7 @@ impl Running {
         // SAFETY: the running process owns its body.
         let value = unsafe { (*slot.body.get()).value.take() };
         {
-            let mut cold = slot.cold.lock();
+            let mut cold = slot.cold.lock_in(self.here());
             let stop_reason = cold.stop_reason.take();
             cold.exit = Some(match reason {
                 ExitReason::Stopped => stop_reason.unwrap_or(ExitReason::Stopped),
@@ -221,7 +229,7 @@ impl Running {
 /// `spawn_on`, on its worker's driver, with `index` its slot.
 pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
     let driver_stack = asan::process_landed(asan::FakeStack::fresh());
-    let reason = match Running::get() {
+    match Running::get() {
         Some(running) => {
             running.core().driver_stack.set(driver_stack);
             worker::landed(running.core(), running.shared());
@@ -231,19 +239,22 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
             let body = unsafe { (*slot.body.get()).entry.take() };
             // A stop requested before the first run ends the process before
             // its body starts: nothing of it has run, so nothing unwinds.
-            let stopped = slot
-                .stop
-                .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
-            match body {
+            // (Read first: the exchange is an atomic write, and a stop
+            // before the first run is rare.)
+            let stopped = slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
+                && slot
+                    .stop
+                    .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok();
+            let reason = match body {
                 Some(_) if stopped => ExitReason::Stopped,
                 Some(f) => (running.shared().hooks.run_process)(f),
                 None => ExitReason::Normal,
-            }
+            };
+            worker::abandon(running, reason);
         }
-        None => ExitReason::Normal,
+        None => worker::abandon_current(ExitReason::Normal),
     };
-    worker::abandon_current(reason);
     // abandon_current returns only off a worker, which cannot happen here.
     loop {
         Native::spin_hint();

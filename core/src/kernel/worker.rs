@@ -832,14 +832,20 @@ fn shared_slot_count(shared: &Shared) -> u32 {
 /// Returns only if no process is running on this thread.
 pub fn abandon_current(reason: ExitReason) {
     let Some(running) = crate::kernel::process::Running::get() else { return };
+    abandon(running, reason)
+}
+
+/// [`abandon_current`] for the running process `running`, which the
+/// caller (its own frames) already holds.
+pub(crate) fn abandon(running: crate::kernel::process::Running, reason: ExitReason) -> ! {
     // A process abandoned without unwinding (a bare-metal panic or stop)
     // leaves its guards undropped: whatever preemption-off sections it had
     // open end with it. (A runtime lock it held stays held — a panic inside
     // a runtime critical section is a runtime bug, not a process fault.)
-    with_core(|core| {
-        core.current.preempt.reset();
-        core.current.wait_open.set(false);
-    });
+    if let Some(record) = running.here().record() {
+        record.preempt.reset();
+        record.wait_open.set(false);
+    }
     running.finish(reason);
     // A finalized process is never resumed.
     unreachable!("smarm: a finished process was resumed");
