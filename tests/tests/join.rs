@@ -184,3 +184,31 @@ fn live_count(drive: Drive) {
     });
 }
 drive_tests!(live_count => live_is_exact_when_join_returns, live_is_exact_when_join_returns_on_4_workers, live_is_exact_when_join_returns_on_4_threads);
+
+#[test]
+fn a_join_after_the_process_ended_gives_its_slot_back_at_once() {
+    // One worker: the slab's free list hands out the slot given back last.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = drops.clone();
+    smarm::run(move || {
+        let ended = smarm::spawn(move || Counted { value: 7, drops: counted }).unwrap();
+        let pid = ended.pid();
+        while !ended.is_finished() {
+            smarm::yield_now();
+        }
+        let value = ended.join().unwrap();
+        assert_eq!(value.value, 7);
+        drop(value);
+        // The join that found the process ended reclaimed its slot: the
+        // next spawn takes it, in the next generation.
+        let next = smarm::spawn(|| ()).unwrap();
+        assert_eq!(
+            next.pid().index(),
+            pid.index(),
+            "the ended process's slot was not given back by its join"
+        );
+        assert_ne!(next.pid(), pid);
+        next.join().unwrap();
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the joined value is dropped once");
+}

@@ -16,7 +16,8 @@ use crate::kernel::current::Here;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
-use crate::kernel::slab::{DeathHook, DeathHookId, Joiner};
+use crate::kernel::slab::{Cold, DeathHook, DeathHookId, Joiner, Slot};
+use crate::kernel::spin::RuntimeGuard;
 use crate::kernel::state::State;
 use crate::kernel::trace::{self, TraceEvent};
 
@@ -124,19 +125,31 @@ impl Shared {
     /// list, from the worker record `here` the caller looked up.
     pub(crate) fn reclaim_in(&self, index: u32, generation: u32, here: Here) {
         let slot = self.slot_at(index);
-        let unjoined = {
-            let mut cold = slot.cold.lock_in(here);
-            debug_assert!(cold.finalized && !cold.handle);
-            // A value nobody joined is dropped after the lock (its
-            // destructor may take locks).
-            let unjoined = cold.value.take();
-            // SAFETY: finalized and unhandled: no one else touches the body.
-            unsafe { slot.reset(&mut cold) };
-            // The generation moves on under the slot lock (see request_stop).
-            let reclaimed = slot.state.reclaim(generation);
-            debug_assert!(reclaimed.is_ok(), "reclaim of a slot that is not Done({generation})");
-            unjoined
-        };
+        self.reclaim_locked(slot, slot.cold.lock_in(here), index, generation, here);
+    }
+
+    /// [`reclaim_in`](Self::reclaim_in) for the caller that holds the
+    /// slot's lock already (`cold`, the guard of `slot`, which is at
+    /// `index`) and has seen it finalized with no handle left; the lock is
+    /// released here.
+    pub(crate) fn reclaim_locked(
+        &self,
+        slot: &Slot,
+        mut cold: RuntimeGuard<'_, Cold>,
+        index: u32,
+        generation: u32,
+        here: Here,
+    ) {
+        debug_assert!(cold.finalized && !cold.handle);
+        // A value nobody joined is dropped after the lock (its destructor
+        // may take locks).
+        let unjoined = cold.value.take();
+        // SAFETY: finalized and unhandled: no one else touches the body.
+        unsafe { slot.reset(&mut cold) };
+        // The generation moves on under the slot lock (see request_stop).
+        let reclaimed = slot.state.reclaim(generation);
+        debug_assert!(reclaimed.is_ok(), "reclaim of a slot that is not Done({generation})");
+        drop(cold);
         drop(unjoined);
         self.free.lock_in(here).push(index);
     }

@@ -130,6 +130,23 @@ impl<T: 'static> JoinHandle<T> {
         let site = WaitSite::here(WaitKind::Join);
         // Looked up once for the waits, the locks and the handle's release.
         let here = Here::get();
+        // A join after the fact (the process has ended): an observation
+        // point like any join, then one critical section takes the
+        // outcome, gives the handle up and, if the slot is finalized,
+        // reclaims it — no wait is opened.
+        process::observe_stop_in(here);
+        {
+            let mut cold = slot.cold.lock_in(here);
+            if cold.notified {
+                let result = take_outcome::<T>(&mut cold);
+                let pid = core::mem::replace(&mut self.pid, RELEASED);
+                cold.handle = false;
+                if cold.finalized {
+                    self.shared.reclaim_locked(slot, cold, pid.index(), pid.generation(), here);
+                }
+                return result;
+            }
+        }
         loop {
             let wait = Wait::begin_in(here, site).ok();
             {
