@@ -212,3 +212,20 @@ fn a_join_after_the_process_ended_gives_its_slot_back_at_once() {
     });
     assert_eq!(drops.load(Ordering::SeqCst), 1, "the joined value is dropped once");
 }
+
+#[test]
+fn a_process_stopped_before_it_ever_ran_drops_its_body_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = Counted { value: 1, drops: drops.clone() };
+    smarm::run(move || {
+        // Spawned and stopped before the root yields: it never runs.
+        let never = smarm::spawn(move || {
+            let held = counted;
+            held.value
+        })
+        .unwrap();
+        smarm::request_stop(never.pid()).unwrap();
+        assert_eq!(never.join().unwrap_err(), JoinError::Exited(ExitReason::Stopped));
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the unrun body's captures are dropped once");
+}

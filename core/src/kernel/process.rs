@@ -234,22 +234,29 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
             running.core().driver_stack.set(driver_stack);
             worker::landed(running.core(), running.shared());
             debug_assert_eq!(running.index as usize, index);
-            let slot = running.slot();
-            // SAFETY: the running process owns its body's entry.
-            let body = unsafe { (*slot.body.get()).entry.take() };
-            // A stop requested before the first run ends the process before
-            // its body starts: nothing of it has run, so nothing unwinds.
-            // (Read first: the exchange is an atomic write, and a stop
-            // before the first run is rare.)
-            let stopped = slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
-                && slot
-                    .stop
-                    .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok();
-            let reason = match body {
-                Some(_) if stopped => ExitReason::Stopped,
-                Some(f) => (running.shared().hooks.run_process)(f),
-                None => ExitReason::Normal,
+            // In a block of its own: a body that never runs (stopped first)
+            // is dropped here, before the final switch, which never returns.
+            let reason = {
+                let slot = running.slot();
+                // SAFETY: the running process owns its body's entry.
+                let body = unsafe { (*slot.body.get()).entry.take() };
+                // A stop requested before the first run ends the process
+                // before its body starts: nothing of it has run, so nothing
+                // unwinds. (Read first: the exchange is an atomic write, and
+                // a stop before the first run is rare.)
+                let stopped = slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
+                    && slot
+                        .stop
+                        .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok();
+                match body {
+                    Some(f) if !stopped => (running.shared().hooks.run_process)(f),
+                    Some(unrun) => {
+                        drop(unrun);
+                        ExitReason::Stopped
+                    }
+                    None => ExitReason::Normal,
+                }
             };
             worker::abandon(running, reason);
         }
