@@ -162,7 +162,9 @@ step "AddressSanitizer: the integration tests (nightly, build-std, fiber annotat
 # LeakSanitizer stays on: the suite leaves nothing behind.
 asan_log="$root/target/asan/test.log"
 mkdir -p "$root/target/asan"
-RUSTFLAGS="-Zsanitizer=address --cfg smarm_asan" \
+# Optimised at level 1, as sanitizer builds usually are: the whole standard
+# library is rebuilt instrumented, and level 3 took ~2 minutes more.
+RUSTFLAGS="-Zsanitizer=address --cfg smarm_asan" CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
   ASAN_OPTIONS="detect_stack_use_after_return=1" CARGO_TARGET_DIR="$root/target/asan" \
   cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --release -p smarm-tests 2>&1 |
   tee "$asan_log"
@@ -194,6 +196,9 @@ step "bare-metal image under qemu-system-aarch64"
 qemu/run-bare.sh
 
 step "benchmarks (quick mode: they build and run once)"
+# Their figures are not profiled here: release builds from now on carry no
+# debug information (the peers' dependency trees build ~1 minute faster).
+export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_BENCH_DEBUG=0
 # Includes the BEAM beside the core benches and the Savina suite (smarm
 # processes and actors, tokio, ractor, the BEAM on +S 1 and +S 2), each
 # checking its result: erlang-nox is installed above, so a missing erl is

@@ -118,7 +118,7 @@ fn single_thread_host_advances_every_worker_once() {
 /// every message once and in order (none waits a pass for the install).
 #[test]
 fn a_process_s_mail_to_the_actor_it_just_spawned_is_handled_in_the_same_pass() {
-    // Under the 64 messages an actor handles per pass.
+    // Under the 256 messages an actor handles per pass.
     const SENT: u64 = 40;
     for workers in [1, 4] {
         let mut s = stepper(workers, |_| {});
@@ -659,6 +659,52 @@ fn hot_actor_does_not_starve_a_cold_one() {
         settle(&mut s);
         assert_eq!(rt.live(), 0);
     }
+}
+
+/// Counts what it handles.
+struct Tally {
+    handled: Arc<AtomicU64>,
+}
+
+impl Actor for Tally {
+    type Msg = u64;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, _: u64) {
+        self.handled.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// With the default budgets, an actor fed from outside its worker handles
+/// in each pass everything that pass took in for it: a long stream waits
+/// in the worker's transfer lane, a chain the sender already built, and
+/// does not pile up in the actor's mailbox (which would grow every pass
+/// by what the pass took in beyond what the actor handled).
+#[test]
+fn a_lone_actor_handles_each_pass_s_ingress_in_that_pass() {
+    const SENT: u64 = 1_000;
+    let ingress = Config::default().worker_ingress_budget as u64;
+    assert!(ingress > 0 && ingress < SENT, "the stream spans several passes");
+    let mut s = stepper(2, |_| {});
+    let rt = s.runtime().clone();
+    let handled = Arc::new(AtomicU64::new(0));
+    let tally = rt.spawn_actor_on(1, Tally { handled: handled.clone() }).unwrap();
+    settle(&mut s);
+    // From this thread, outside every worker: each send goes into worker
+    // 1's transfer lane at once.
+    for n in 0..SENT {
+        tally.send(n).unwrap();
+    }
+    assert_eq!(handled.load(Ordering::SeqCst), 0);
+    for pass in 1..=SENT.div_ceil(ingress) {
+        s.try_tick();
+        assert_eq!(
+            handled.load(Ordering::SeqCst),
+            (pass * ingress).min(SENT),
+            "after pass {pass}: the actor handled all the pass took in"
+        );
+    }
+    tally.stop().unwrap();
+    settle(&mut s);
+    assert_eq!(rt.live(), 0);
 }
 
 // ------------------------------------------------------------ lifecycle

@@ -27,9 +27,15 @@ pub struct Config {
     /// its frontier alive). The order is deterministic on one thread.
     pub process_budget: usize,
     /// Maximum mailbox entries one handler actor handles in one pass of its
-    /// worker; `0` means unlimited. Default 64. An actor with more left is
+    /// worker; `0` means unlimited. Default 256. An actor with more left is
     /// runnable again on the next pass, after every other runnable actor
     /// of its worker has had its turn.
+    ///
+    /// Keep it at least `worker_ingress_budget`: a pass can take in that
+    /// many messages for one actor from other workers, and an actor that
+    /// handles fewer carries the difference over in its mailbox, which
+    /// then grows by it every pass of a long stream (the stream otherwise
+    /// waits in the worker's transfer lane, a chain its senders built).
     pub actor_message_budget: usize,
     /// An optional cap on the processes alive at once — every pid counts:
     /// stackful processes and handler actors alike. Default `None`: no cap
@@ -125,7 +131,7 @@ impl Default for Config {
             worker_count: 1,
             worker_ingress_budget: 256,
             process_budget: 64,
-            actor_message_budget: 64,
+            actor_message_budget: 256,
             max_processes: None,
             max_actors: None,
             stack_size: 256 * 1024,
