@@ -9,11 +9,11 @@
 #                            bench_results/summary-quick.csv and
 #                            ratios-quick.png
 #
-# Besides `cargo bench` of every bench, the `rq_runtime` bench is rebuilt and
-# run once more per wake-ring feature (rq-mutex, rq-striped; the default
-# build has rq-mpmc), so the summary holds each ring's runtime figures. A
-# feature whose build does not really select its ring is reported and
-# skipped.
+# Besides `cargo bench` of every bench, a full run rebuilds and runs the
+# `rq_runtime` bench once more per wake-ring feature (rq-mutex, rq-striped;
+# the default build has rq-mpmc), so the summary holds each ring's runtime
+# figures (a quick run leaves them out, and the summary says so). A feature
+# whose build does not really select its ring is reported and skipped.
 #
 # --quick runs every bench for ~0.3 s (0.1 s warm-up, 0.2 s measured, the
 # minimum 10 samples) instead of `cargo test --benches` / `-- --test`, which
@@ -82,9 +82,13 @@ started="$(date +%s)"
 
 cargo bench -p smarm-benches --benches -- "${criterion_args[@]}"
 
-# rq_runtime once more per wake ring. The bench names its results after the
-# ring compiled in; `--list` shows that name before anything runs.
-for feature in rq-mutex rq-striped; do
+# rq_runtime once more per wake ring (full mode only: each ring is another
+# build of the runtime, and CI tests the rings and checks the runtime's
+# build with each on its own). The bench names its results after the ring
+# compiled in; `--list` shows that name before anything runs.
+rings=(rq-mutex rq-striped)
+[[ $mode == quick ]] && rings=()
+for feature in "${rings[@]}"; do
     ring="${feature#rq-}"
     listed="$(cargo bench -p smarm-benches --no-default-features --features "$feature" --bench rq_runtime -- --list)"
     if ! grep -q "^rq_runtime/[a-z_]*/$ring: benchmark" <<<"$listed"; then
