@@ -22,14 +22,13 @@ use core::time::Duration;
 use smarm_arch::{Arch, Native};
 
 use crate::kernel::asan;
-use crate::kernel::atomic::Ordering;
 use crate::kernel::current::Here;
 use crate::kernel::deadlock::{WaitKind, WaitSite};
 use crate::kernel::error::NotInProcess;
 use crate::kernel::exit::ExitReason;
 use crate::kernel::pid::Pid;
 use crate::kernel::runtime::Shared;
-use crate::kernel::slab::{Slot, STOP_RAISED, STOP_REQUESTED};
+use crate::kernel::slab::Slot;
 use crate::kernel::state::{Park, State};
 use crate::kernel::time::Instant;
 use crate::kernel::timer::TimerReason;
@@ -208,14 +207,7 @@ impl Running {
     /// Observation point for `request_stop`: raises the stop (unwinding,
     /// or abandoning on a host without unwinding) the first time it is seen.
     fn observe_stop(&self) {
-        let slot = self.slot();
-        // Acquire pairs with the AcqRel that set the flag in request_stop.
-        if slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
-            && slot
-                .stop
-                .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
+        if self.slot().claim_stop() {
             (self.shared().hooks.raise_stop)();
         }
     }
@@ -242,13 +234,8 @@ pub(crate) unsafe extern "C" fn entry(index: usize) -> ! {
                 let body = unsafe { (*slot.body.get()).entry.take() };
                 // A stop requested before the first run ends the process
                 // before its body starts: nothing of it has run, so nothing
-                // unwinds. (Read first: the exchange is an atomic write, and
-                // a stop before the first run is rare.)
-                let stopped = slot.stop.load(Ordering::Acquire) == STOP_REQUESTED
-                    && slot
-                        .stop
-                        .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok();
+                // unwinds.
+                let stopped = slot.claim_stop();
                 match body {
                     Some(f) if !stopped => (running.shared().hooks.run_process)(f),
                     Some(unrun) => {

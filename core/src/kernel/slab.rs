@@ -182,6 +182,23 @@ impl Slot {
         }
     }
 
+    /// Claims a stop requested and not yet observed, marking it raised:
+    /// `true` for the one caller that claims it, which then acts on it
+    /// (raises it, or ends a process that has not started).
+    ///
+    /// Read first: the exchange is an atomic write, and almost every call
+    /// finds no stop pending.
+    #[inline]
+    pub(crate) fn claim_stop(&self) -> bool {
+        // Acquire pairs with the AcqRel that requested the stop
+        // (`Shared::request_stop_with`).
+        self.stop.load(Ordering::Acquire) == STOP_REQUESTED
+            && self
+                .stop
+                .compare_exchange(STOP_REQUESTED, STOP_RAISED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+
     /// Returns the slot to its vacant contents — the one place that does.
     ///
     /// # Safety
