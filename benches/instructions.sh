@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Instructions per operation on the hot path, smarm beside tokio
 # current_thread, counted by Valgrind's callgrind: yield, same-worker
-# channel ping-pong (per round trip), spawn + join, and same-worker actor
+# channel ping-pong (per round trip), spawn + join, same-worker actor
 # ping-pong (per round trip; tokio's side is the mpsc pair of the
-# `actors` bench). Each shape runs twice in a fresh runtime, one round of
-# N operations and then three, and the figure is the difference over 2N:
-# the runtime's start and end and its warm-up round (its slab, stack pool
-# and allocator caches filling) cancel, leaving the steady state the
-# criterion benches time.
+# `actors` bench), and an actor fanning messages out to 100 actors of
+# another worker (per message, both workers' instructions; tokio's side is
+# a multi_thread runtime of two workers, with tasks and mpsc channels).
+# Each shape runs twice in a fresh runtime, one round of N operations and
+# then three, and the figure is the difference over 2N: the runtime's
+# start and end and its warm-up round (its slab, stack pool and allocator
+# caches filling) cancel, leaving the steady state the criterion benches
+# time.
 #
 # Times on a shared virtual machine move by a fifth between runs; these
-# counts move by well under one percent, so they show whether a change does
-# less work. They are not times: an atomic read-modify-write or a cache
+# counts move by well under one percent (the two-worker fan-out by a few
+# percent: its idle worker's looks are counted too), so they show whether
+# a change does less work. They are not times: an atomic read-modify-write or a cache
 # miss is one instruction here and tens of cycles on the CPU.
 #
 # Usage: benches/instructions.sh [N]   (default N = 10000)
@@ -42,7 +46,7 @@ count() {
 csv=bench_results/instructions.csv
 echo "shape,peer,instructions_per_op" > "$csv"
 printf '%-8s %10s %10s %8s\n' shape smarm tokio ratio
-for shape in yield channel spawn actor; do
+for shape in yield channel spawn actor fanout; do
   declare -A per
   for peer in smarm tokio; do
     small=$(count "$shape" "$peer" 1)

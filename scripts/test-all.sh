@@ -234,7 +234,7 @@ benches/http.sh --quick
 step "the instruction-count shapes, run once each at a small size (each checks its result)"
 # benches/instructions.sh counts them under callgrind; here they only run
 # (~15 s of release build, well under a second of runs).
-for shape in yield channel spawn actor; do
+for shape in yield channel spawn actor fanout; do
   for peer in smarm tokio; do
     cargo run -q -p smarm-benches --release --example instructions -- "$shape" "$peer" 1000
   done

@@ -14,9 +14,18 @@
 //!   over two unbounded channels), `spawn` (`SIZE` processes or tasks
 //!   spawned, then all joined), `actor` (a ping-pong of `SIZE` round trips
 //!   between two handler actors; tokio's side is the same two tasks over
-//!   mpsc channels, as in the `actors` bench);
-//! - `PEER`: `smarm` (one worker, `smarm::run`) or `tokio` (a
-//!   `current_thread` runtime).
+//!   mpsc channels, as in the `actors` bench), `fanout` (one handler sends
+//!   `SIZE` numbers round-robin to 100 actors of another worker, in one
+//!   turn; tokio's side is a task sending to 100 tasks over unbounded
+//!   mpsc channels);
+//! - `PEER`: `smarm` (one worker, `smarm::run`; two for `fanout`, an
+//!   engine without worker handoff, so the sends cross between them) or
+//!   `tokio` (a `current_thread` runtime; `multi_thread` with two workers
+//!   for `fanout`).
+//!
+//! The two-worker shape counts both threads' instructions, idle looks
+//! included, so it moves by a few percent between runs where the others
+//! do not move at all.
 //!
 //! The first round warms the runtime up (its slab, stack pool and
 //! allocator caches), as criterion's warm-up does, so the difference
@@ -37,7 +46,11 @@ enum Shape {
     Channel,
     Spawn,
     Actor,
+    Fanout,
 }
+
+/// The receivers of the `fanout` shape.
+const SINKS: u64 = 100;
 
 /// Operations per round unless the command line says otherwise.
 const DEFAULT_SIZE: u64 = 10_000;
@@ -47,14 +60,19 @@ fn parse_args() -> Result<(Shape, bool, u64, u64), String> {
     let (shape, peer, rounds, size) = match args.as_slice() {
         [shape, peer, rounds] => (shape, peer, rounds, None),
         [shape, peer, rounds, size] => (shape, peer, rounds, Some(size)),
-        _ => return Err("usage: instructions yield|channel|spawn|actor smarm|tokio ROUNDS [SIZE]".into()),
+        _ => {
+            return Err(
+                "usage: instructions yield|channel|spawn|actor|fanout smarm|tokio ROUNDS [SIZE]".into()
+            )
+        }
     };
     let shape = match shape.as_str() {
         "yield" => Shape::Yield,
         "channel" => Shape::Channel,
         "spawn" => Shape::Spawn,
         "actor" => Shape::Actor,
-        other => return Err(format!("unknown shape {other:?}: yield, channel, spawn or actor")),
+        "fanout" => Shape::Fanout,
+        other => return Err(format!("unknown shape {other:?}: yield, channel, spawn, actor or fanout")),
     };
     let smarm = match peer.as_str() {
         "smarm" => true,
@@ -71,6 +89,9 @@ fn parse_args() -> Result<(Shape, bool, u64, u64), String> {
     };
     if size < 2 || size % 2 != 0 {
         return Err(format!("SIZE {size}: an even number, at least 2 (the yield shape splits it in two)"));
+    }
+    if matches!(shape, Shape::Fanout) && size % SINKS != 0 {
+        return Err(format!("SIZE {size}: a multiple of {SINKS} for the fanout shape"));
     }
     Ok((shape, smarm, rounds, size))
 }
@@ -130,10 +151,69 @@ impl Actor for Ping {
     }
 }
 
+/// Counts what it gets; reports the count once it has its share.
+struct Sink {
+    expect: u64,
+    got: u64,
+    done: smarm::Sender<u64>,
+}
+
+impl Actor for Sink {
+    type Msg = u64;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, value: u64) {
+        black_box(value);
+        self.got += 1;
+        if self.got == self.expect {
+            let _ = self.done.send(self.got);
+        }
+    }
+}
+
+/// Sends `messages` numbers round-robin over `sinks` when told to.
+struct Fan {
+    sinks: Vec<Addr<Sink>>,
+    messages: u64,
+}
+
+impl Actor for Fan {
+    type Msg = ();
+    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, _: ()) {
+        for i in 0..self.messages {
+            let _ = self.sinks[(i % SINKS) as usize].send(black_box(i));
+        }
+        ctx.stop_self();
+    }
+}
+
 /// Runs `rounds` rounds of `size` operations in one runtime; what each
 /// round did.
 fn smarm_run(shape: Shape, rounds: u64, size: u64) -> Vec<u64> {
+    if matches!(shape, Shape::Fanout) {
+        let engine =
+            smarm::Engine::builder().workers(2).worker_handoff(false).build().expect("engine starts");
+        return engine
+            .block_on(move || (0..rounds).map(|_| smarm_fanout(size)).collect())
+            .expect("engine runs");
+    }
     smarm::run(move || (0..rounds).map(|_| smarm_round(shape, size)).collect())
+}
+
+/// One round of the `fanout` shape: the messages the sinks counted.
+fn smarm_fanout(n: u64) -> u64 {
+    let runtime = smarm::current_runtime().expect("in a process");
+    let (done, reports) = smarm::channel();
+    let sinks: Vec<_> = (0..SINKS)
+        .map(|_| {
+            runtime.spawn_actor_on(1, Sink { expect: n / SINKS, got: 0, done: done.clone() }).expect("spawn")
+        })
+        .collect();
+    let fan = runtime.spawn_actor_on(0, Fan { sinks: sinks.clone(), messages: n }).expect("spawn fan");
+    fan.send(()).expect("fan alive");
+    let got = (0..SINKS).map(|_| reports.recv().expect("every sink reports")).sum();
+    for sink in &sinks {
+        sink.stop().expect("sink alive");
+    }
+    got
 }
 
 fn smarm_round(shape: Shape, n: u64) -> u64 {
@@ -190,6 +270,7 @@ fn smarm_round(shape: Shape, n: u64) -> u64 {
             }
             count.load(Ordering::Relaxed)
         }
+        Shape::Fanout => unreachable!("the fanout shape runs on an engine (smarm_fanout)"),
         Shape::Actor => {
             let runtime = smarm::current_runtime().expect("in a process");
             let pong = runtime.spawn_actor_on(0, Pong).expect("spawn pong");
@@ -209,7 +290,11 @@ fn smarm_round(shape: Shape, n: u64) -> u64 {
 /// Runs `rounds` rounds of `size` operations in one runtime; what each
 /// round did.
 fn tokio_run(shape: Shape, rounds: u64, size: u64) -> Vec<u64> {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("tokio runtime");
+    let runtime = match shape {
+        Shape::Fanout => tokio::runtime::Builder::new_multi_thread().worker_threads(2).build(),
+        _ => tokio::runtime::Builder::new_current_thread().build(),
+    }
+    .expect("tokio runtime");
     (0..rounds).map(|_| runtime.block_on(tokio_round(shape, size))).collect()
 }
 
@@ -251,6 +336,36 @@ async fn tokio_round(shape: Shape, n: u64) -> u64 {
             let back = pinger.await.expect("pinger exits normally");
             ponger.await.expect("ponger exits normally");
             back
+        }
+        Shape::Fanout => {
+            let (done, mut reports) = tokio::sync::mpsc::unbounded_channel::<u64>();
+            let mut senders = Vec::new();
+            for _ in 0..SINKS {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
+                let done = done.clone();
+                tokio::spawn(async move {
+                    let mut got = 0;
+                    while let Some(value) = rx.recv().await {
+                        black_box(value);
+                        got += 1;
+                        if got == n / SINKS {
+                            let _ = done.send(got);
+                            break;
+                        }
+                    }
+                });
+                senders.push(tx);
+            }
+            tokio::spawn(async move {
+                for i in 0..n {
+                    let _ = senders[(i % SINKS) as usize].send(black_box(i));
+                }
+            });
+            let mut got = 0;
+            for _ in 0..SINKS {
+                got += reports.recv().await.expect("every sink reports");
+            }
+            got
         }
         Shape::Spawn => {
             let count = Arc::new(AtomicU64::new(0));
