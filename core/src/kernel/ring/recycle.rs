@@ -142,6 +142,8 @@ struct ChainHead {
     last: *mut Link,
 }
 
+const _: () = assert!(core::mem::size_of::<Home>() == 128, "a home fills its own padded block");
+
 const _: () = assert!(
     core::mem::size_of::<ChainHead>() <= CLASS_SIZE[0] && core::mem::align_of::<ChainHead>() <= BLOCK_ALIGN,
     "every block has room for a chain head"
@@ -153,6 +155,14 @@ const _: () = assert!(
 /// Taking only whole lists is what keeps the push safe from the ABA
 /// problem: a push's compare-and-swap succeeds only onto the list's
 /// current first block, whichever chain that block now starts.
+///
+/// Each home has a 128-byte block of its own (the size of the runtime's
+/// cache-line padding): other workers compare-and-swap its lists while
+/// its worker swaps them, and the homes of a family sit side by side in
+/// one slice, where two in one line would make one worker's returns
+/// invalidate another's. It also makes a home's index in its family a
+/// shift of the offset ([`BlockCache::family_index`]).
+#[repr(align(128))]
 pub(crate) struct Home {
     returned: [AtomicPtr<Link>; CLASSES],
     /// A cache has claimed the right to take from the lists.
