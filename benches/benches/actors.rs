@@ -42,6 +42,8 @@ use smarm::{Actor, Addr, Ctx};
 use smarm_benches::measure;
 
 mod common;
+#[path = "common/fanout.rs"]
+mod fanout;
 
 fn same_worker_trips() -> u64 {
     if measure::quick() {
@@ -345,40 +347,8 @@ fn fanout_messages() -> u64 {
     }
 }
 
-/// Counts what it gets; tells the root when it has its share.
-struct Sink {
-    expect: u64,
-    got: u64,
-    done: smarm::Sender<()>,
-}
-
-impl Actor for Sink {
-    type Msg = u64;
-    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, _: u64) {
-        self.got += 1;
-        if self.got == self.expect {
-            let _ = self.done.send(());
-        }
-    }
-}
-
-/// Sends `messages` numbers round-robin over `sinks` when told to.
-struct Fan {
-    sinks: Vec<Addr<Sink>>,
-    messages: u64,
-}
-
-impl Actor for Fan {
-    type Msg = ();
-    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, _: ()) {
-        for i in 0..self.messages {
-            let _ = self.sinks[i as usize % self.sinks.len()].send(black_box(i));
-        }
-        ctx.stop_self();
-    }
-}
-
 fn smarm_fanout(iterations: u64) -> Duration {
+    use fanout::{Fan, Sink};
     let engine = smarm::Engine::builder().workers(4).build().expect("engine starts");
     engine
         .block_on(move || {

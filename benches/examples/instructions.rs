@@ -40,6 +40,10 @@ use std::sync::Arc;
 
 use smarm::{Actor, Addr, Ctx};
 
+#[path = "../benches/common/fanout.rs"]
+mod fanout;
+use fanout::{Fan, Sink};
+
 #[derive(Clone, Copy)]
 enum Shape {
     Yield,
@@ -148,40 +152,6 @@ impl Actor for Ping {
         } else {
             let _ = self.pong.send((n + 1, ctx.addr()));
         }
-    }
-}
-
-/// Counts what it gets; reports the count once it has its share.
-struct Sink {
-    expect: u64,
-    got: u64,
-    done: smarm::Sender<u64>,
-}
-
-impl Actor for Sink {
-    type Msg = u64;
-    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, value: u64) {
-        black_box(value);
-        self.got += 1;
-        if self.got == self.expect {
-            let _ = self.done.send(self.got);
-        }
-    }
-}
-
-/// Sends `messages` numbers round-robin over `sinks` when told to.
-struct Fan {
-    sinks: Vec<Addr<Sink>>,
-    messages: u64,
-}
-
-impl Actor for Fan {
-    type Msg = ();
-    fn handle(&mut self, ctx: &mut Ctx<'_, Self>, _: ()) {
-        for i in 0..self.messages {
-            let _ = self.sinks[(i % SINKS) as usize].send(black_box(i));
-        }
-        ctx.stop_self();
     }
 }
 
