@@ -15,8 +15,8 @@
 # Times on a shared virtual machine move by a fifth between runs; these
 # counts move by well under one percent (the two-worker fan-out by a few
 # percent: its idle worker's looks are counted too), so they show whether
-# a change does less work. They are not times: an atomic read-modify-write or a cache
-# miss is one instruction here and tens of cycles on the CPU.
+# a change does less work. They are not times: an atomic read-modify-write
+# or a cache miss is one instruction here and tens of cycles on the CPU.
 #
 # Usage: benches/instructions.sh [N]   (default N = 10000)
 # Output: a table on stdout and bench_results/instructions.csv.

@@ -158,14 +158,18 @@ impl Actor for Ping {
 /// Runs `rounds` rounds of `size` operations in one runtime; what each
 /// round did.
 fn smarm_run(shape: Shape, rounds: u64, size: u64) -> Vec<u64> {
-    if matches!(shape, Shape::Fanout) {
-        let engine =
-            smarm::Engine::builder().workers(2).worker_handoff(false).build().expect("engine starts");
-        return engine
-            .block_on(move || (0..rounds).map(|_| smarm_fanout(size)).collect())
-            .expect("engine runs");
+    let all_rounds = move || (0..rounds).map(|_| smarm_round(shape, size)).collect();
+    match shape {
+        // Two workers, so that every send crosses between them.
+        Shape::Fanout => smarm::Engine::builder()
+            .workers(2)
+            .worker_handoff(false)
+            .build()
+            .expect("engine starts")
+            .block_on(all_rounds)
+            .expect("engine runs"),
+        _ => smarm::run(all_rounds),
     }
-    smarm::run(move || (0..rounds).map(|_| smarm_round(shape, size)).collect())
 }
 
 /// One round of the `fanout` shape: the messages the sinks counted.
@@ -240,7 +244,7 @@ fn smarm_round(shape: Shape, n: u64) -> u64 {
             }
             count.load(Ordering::Relaxed)
         }
-        Shape::Fanout => unreachable!("the fanout shape runs on an engine (smarm_fanout)"),
+        Shape::Fanout => smarm_fanout(n),
         Shape::Actor => {
             let runtime = smarm::current_runtime().expect("in a process");
             let pong = runtime.spawn_actor_on(0, Pong).expect("spawn pong");
