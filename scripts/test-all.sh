@@ -44,6 +44,11 @@ step() {
 }
 # A clean checkout is built once: incremental compilation only adds work.
 export CARGO_INCREMENTAL=0
+# Debug builds (the host and AArch64 suites, the examples) carry line
+# tables only: a panic's backtrace still names file and line, and the
+# workspace's test build takes a fifth less time (42 → 34 s on a quiet
+# 2-core machine) and half the disk (1.9 → 1.1 GB).
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 step "install: rustup targets and Debian packages (only what is missing)"
 need_targets=()

@@ -188,3 +188,47 @@ fn a_dropped_runtime_frees_its_blocks() {
     let busy = live() - start - quiet;
     assert_eq!(busy, quiet, "live allocations a busy runtime left behind, against a quiet one");
 }
+
+/// Counts what it is sent.
+struct Tally(Arc<AtomicU64>);
+
+impl Actor for Tally {
+    type Msg = u64;
+    fn handle(&mut self, _ctx: &mut Ctx<'_, Self>, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// A process's burst of sends to an actor of its own worker goes straight
+/// into the mailbox: no envelope a message, so even the first burst of a
+/// fresh runtime allocates only as the mailbox grows (staged, each
+/// message took a block of the worker's cache, which starts empty).
+#[test]
+fn a_process_s_burst_to_a_local_actor_takes_no_envelope_a_message() {
+    const BURST: u64 = 1_000;
+    let mut stepper = Stepper::new(Config { worker_count: 1, ..Config::default() }).expect("runtime builds");
+    let rt = stepper.runtime().clone();
+    let total = Arc::new(AtomicU64::new(0));
+    let tally = rt.spawn_actor_on(0, Tally(total.clone())).expect("spawn tally");
+    // Installed before the burst, so no message waits for the install.
+    while stepper.try_tick() {}
+    let to = tally.clone();
+    let before = allocated();
+    let sender = rt
+        .spawn(move || {
+            for _ in 0..BURST {
+                to.send(1).expect("tally alive");
+            }
+        })
+        .expect("spawn the sender");
+    while total.load(Ordering::Relaxed) < BURST {
+        assert!(stepper.try_tick(), "the burst stalled");
+    }
+    let allocations = allocated() - before;
+    assert_eq!(total.load(Ordering::Relaxed), BURST, "every message handled once");
+    assert!(allocations < BURST / 4, "{allocations} allocations for a burst of {BURST} messages");
+    drop(sender);
+    tally.stop().expect("tally alive");
+    drop(tally);
+    stepper.run();
+}

@@ -148,6 +148,45 @@ fn a_process_s_mail_to_the_actor_it_just_spawned_is_handled_in_the_same_pass() {
     }
 }
 
+/// A process's mail to an actor of its own worker keeps its order across
+/// the actor's install: what it sent while the actor was not installed
+/// yet is staged and delivered by the pass that installs it, what it
+/// sends after a yield goes straight into the mailbox, behind it.
+#[test]
+fn a_process_s_mail_keeps_its_order_from_staged_to_straight_into_the_mailbox() {
+    const SENT: u64 = 40;
+    const BATCHES: u64 = 5;
+    let mut s = stepper(1, |_| {});
+    let rt = s.runtime().clone();
+    let log = Log::default();
+    let l = log.clone();
+    let process = rt
+        .spawn_on(0, move || {
+            let actor = smarm::spawn_actor(Recorder { log: l }).unwrap();
+            for batch in 0..BATCHES {
+                for seq in batch * SENT..(batch + 1) * SENT {
+                    actor.send((0, seq)).unwrap();
+                }
+                smarm::yield_now();
+            }
+            actor
+        })
+        .unwrap();
+    let mut process = process;
+    let actor = loop {
+        match process.try_join() {
+            Ok(done) => break done.unwrap(),
+            Err(pending) => process = pending,
+        }
+        assert!(s.try_tick(), "the process stalled");
+    };
+    settle(&mut s);
+    assert_fifo(&log.seen.lock().unwrap(), 1, BATCHES * SENT);
+    actor.stop().unwrap();
+    settle(&mut s);
+    assert_eq!(rt.live(), 0);
+}
+
 fn round_robin(drive: Drive) {
     let workers = drive.workers();
     drive.run(move || {

@@ -36,17 +36,18 @@
 //!
 //! # Delivery
 //!
-//! A send from a handler (or a timer, or other code of the pass) to an
-//! actor of its own worker goes straight into the target's mailbox; one
-//! from a process there, one to the sender itself, or one to an actor not
-//! installed yet is staged in the worker's `pending_local` list and
-//! reaches the mailbox at the end of the current pass. Either way it is
-//! never run recursively: a target the send made runnable handles it after
-//! the sending handler has returned — later in the same pass (up to 64
-//! such runs a pass) for a send straight into its mailbox, on the next
-//! pass for a staged one. A send
-//! from anywhere else (another worker, the runtime
-//! handle, a thread outside the runtime) moves one envelope into the
+//! A send to an actor of the sender's own worker, from a handler (or a
+//! timer, or other code of the pass) or from a process, goes straight
+//! into the target's mailbox; one to the sender itself, or one to an
+//! actor not installed yet, is staged in the worker's `pending_local`
+//! list and reaches the mailbox at the end of the current pass. Either
+//! way it is never run recursively: a target the send made runnable
+//! handles it after the sending handler has returned — later in the same
+//! pass (up to 64 such runs a pass) for a send straight into its mailbox,
+//! on the next pass for a staged one — or, sent by a process, in the
+//! worker's pass after the process switches out. A send from anywhere
+//! else (another worker, the runtime handle, a thread outside the
+//! runtime) moves one envelope into the
 //! target worker's transfer queue and wakes its driver. The message is
 //! moved, never cloned. Per (sender, target) pair, messages arrive in the
 //! order they were sent; across senders the order is unspecified, except

@@ -187,42 +187,50 @@ fn deliver_here(driver: Option<&Driver<'_>>, local: &Local, envelope: Envelope) 
 }
 
 /// Moves `msg` straight into the mailbox of `dest`, an actor of `local`'s
-/// worker, from that worker's pass; `Err` gives it back to be staged (see
-/// [`deliver_here`]).
+/// worker, from that worker's pass or one of its processes; `Err` gives
+/// it back to be staged (see [`deliver_here`] and [`deposit_msg`]).
 fn deliver_msg_here<M: Send + 'static>(
-    driver: Option<&Driver<'_>>,
+    driver: &Driver<'_>,
     local: &Local,
     dest: Pid,
     msg: M,
 ) -> Result<(), M> {
     let mut msg = Some(msg);
-    let found = driver.map(|driver| with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg)));
+    let found = with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg));
     match (found, msg) {
         (_, None) => Ok(()),
         // Refused for its type (counted): dropped here, outside the loan.
-        (Some(Ok(())), Some(_)) => Ok(()),
-        (Some(Err(NoCell::Dead)), Some(_)) => {
+        (Ok(()), Some(_)) => Ok(()),
+        (Err(NoCell::Dead), Some(_)) => {
             bump(&local.counters.dropped, 1);
             Ok(())
         }
-        (Some(Err(NoCell::Pending | NoCell::Lent)) | None, Some(msg)) => Err(msg),
+        (Err(NoCell::Pending | NoCell::Lent), Some(msg)) => Err(msg),
     }
 }
 
-/// Sends `msg` to `dest`, a live actor on `worker`. From the pass of that
-/// worker (a handler) it goes straight into the mailbox; from a process
-/// of that worker, or when the target is lent out or not installed, it is
+/// Sends `msg` to `dest`, a live actor on `worker`. From that worker (a
+/// handler in its pass, or one of its processes) it goes straight into
+/// the mailbox; when the target is lent out or not installed, it is
 /// staged in `pending_local` in a block of the worker's cache (no
 /// allocation in steady state); from another worker it goes in such a
 /// block to `worker`'s mail lane, and from any other thread boxed.
 ///
+/// A process's messages keep their order as a handler's do (see
+/// [`deliver_here`]): it never finds a cell lent out (cells are lent only
+/// in the pass), and a target it found not installed is installed only by
+/// a pass, which delivers everything staged before any process runs
+/// again.
+///
 /// `here` is the caller's worker record, looked up by the caller.
 pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, dest: Pid, msg: M, here: Here) {
-    // Preemption off: the cache and `pending_local` are the driver's too.
+    // Preemption off: the cache and `pending_local` are the driver's too,
+    // and a process holds the driver only while it cannot be switched out
+    // (nothing below blocks).
     let _np = NoPreempt::in_here(here);
     let mut msg = Some(msg);
     let mut cross = None;
-    Local::with_any_in(shared, here, |local, driver| {
+    Driver::with_state_for_send_in(shared, here, |local: &Local, driver| {
         let Some(msg) = msg.take() else { return };
         if local.worker == worker {
             bump(&local.counters.local_sends, 1);

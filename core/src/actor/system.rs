@@ -233,18 +233,7 @@ impl Local {
         shared: &Shared,
         f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
-        Self::with_any_in(shared, Here::get(), f)
-    }
-
-    /// [`with_any_here`](Self::with_any_here) from the worker record `here`
-    /// the caller already looked up.
-    #[inline]
-    pub(crate) fn with_any_in<R>(
-        shared: &Shared,
-        here: Here,
-        f: impl FnOnce(&Local, Option<&Driver<'_>>) -> R,
-    ) -> Option<R> {
-        Driver::with_state_in(shared, here, |local: &Local, driver| f(local, driver))
+        Driver::with_state_in(shared, Here::get(), |local: &Local, driver| f(local, driver))
     }
 
     /// Puts `pid` on the runnable list unless its cell's `queued` flag

@@ -256,9 +256,10 @@ pub(crate) enum NoCell {
 }
 
 /// The right to one worker's stackless bodies: made by the kernel on the
-/// thread driving that worker, outside any process, for one call of the
-/// plugin (or one admin step, or one send from the worker's own pass:
-/// [`Driver::with_state_in`]); never `Send`, never outliving the call. Every
+/// thread driving that worker, for one call of the plugin (or one admin
+/// step, or one send from the worker's own pass or one of its processes:
+/// [`Driver::with_state_in`], [`Driver::with_state_for_send_in`]); never
+/// `Send`, never outliving the call, never held across a switch. Every
 /// driver of a worker shares its loan count, so two drivers of one worker
 /// alive at once (a send's inside the pass's) lend no cell twice.
 pub(crate) struct Driver<'a> {
@@ -269,6 +270,11 @@ pub(crate) struct Driver<'a> {
     timers: &'a RefCell<Timers>,
     /// The worker's record of the code it runs.
     current: &'a Current,
+    /// Made for a send from a running process
+    /// ([`with_state_for_send_in`](Self::with_state_for_send_in)): what
+    /// only the pass may read ([`process_view`](Self::process_view)) is
+    /// refused.
+    in_process: bool,
     /// Not `Send` or `Sync`: the right belongs to the driving thread.
     _here: PhantomData<*const ()>,
 }
@@ -289,6 +295,7 @@ impl<'a> Driver<'a> {
             on,
             timers: &core.timers,
             current: &core.current,
+            in_process: false,
             _here: PhantomData,
         }
     }
@@ -327,6 +334,35 @@ impl<'a> Driver<'a> {
         let state = on.state::<T>()?;
         let driver = core.current.running.get().is_none().then(|| Driver::with_on(core, shared, Some(on)));
         Some(f(state, driver.as_ref()))
+    }
+
+    /// [`with_state_in`](Self::with_state_in) for a send into a mailbox:
+    /// the driver is given to a running process of the worker too, not
+    /// only to its pass.
+    ///
+    /// That is sound because a process runs only in the kernel's process
+    /// step, never inside the plugin's pass, so no cell of its worker is
+    /// lent out while it runs, and the loans `f` takes are counted as any
+    /// other. The caller keeps every loan off a switch: it runs `f` with
+    /// preemption off, and the code it runs inside a loan calls no user
+    /// code (a message it cannot place is dropped after its loan ends).
+    #[inline]
+    pub(crate) fn with_state_for_send_in<T: Any, R>(
+        shared: &Shared,
+        here: Here,
+        f: impl FnOnce(&T, &Driver<'_>) -> R,
+    ) -> Option<R> {
+        let core = worker::core_in(&here)?;
+        if !core.is(shared, core.id) {
+            return None;
+        }
+        let on = core.stackless()?;
+        let state = on.state::<T>()?;
+        let driver = Driver {
+            in_process: core.current.running.get().is_some(),
+            ..Driver::with_on(core, shared, Some(on))
+        };
+        Some(f(state, &driver))
     }
 
     /// Now, on the platform clock the worker's timers are on.
@@ -368,10 +404,14 @@ impl<'a> Driver<'a> {
     }
 
     /// What this worker knows of the live process in slot `index`, if the
-    /// slot holds one of this worker's processes.
+    /// slot holds one of this worker's processes (`None` too from a
+    /// process's send: the running process's own record is not settled).
     pub(crate) fn process_view(&self, index: u32) -> Option<ProcessView> {
-        // SAFETY: a driver exists only on its worker's driving thread,
-        // outside any process (see `pop`).
+        if self.in_process {
+            return None;
+        }
+        // SAFETY: a driver exists only on its worker's driving thread, and
+        // this one outside any process (`in_process` is false).
         unsafe { self.shared.process_view(index, self.worker) }
     }
 
@@ -408,7 +448,8 @@ impl<'a> Driver<'a> {
         let _return = Return(&on.loans);
         // SAFETY: the slot holds a live stackless body of this worker, so
         // only this worker's driver touches its body, and we are that
-        // driver, outside any process (a `Driver` exists nowhere else). No
+        // driver, on the thread driving the worker (a `Driver` exists
+        // nowhere else, and is never held across a switch). No
         // other reference into this slot's cell is live: no loan was out,
         // or the one that is is of another slot (loans nest, so that one
         // outlives this one), and no loan of this slot can be made until
