@@ -720,6 +720,7 @@ impl Shared {
     }
 
     /// The installed plugin, if any.
+    #[inline]
     pub(crate) fn plugin(&self) -> Option<&Arc<dyn WorkerPlugin>> {
         // Acquire pairs with the Release of the install.
         let p = self.plugin.load(Ordering::Acquire);

@@ -210,6 +210,9 @@ impl WorkerCore {
     pub(crate) fn stackless(&self) -> Option<&OnWorker> {
         match self.plugin.get() {
             Some(on) => Some(on),
+            // A runtime of processes alone has no plugin: answered here,
+            // without the call (twice a pass).
+            None if self.shared.plugin().is_none() => None,
             None => self.make_stackless(),
         }
     }
