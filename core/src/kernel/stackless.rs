@@ -326,14 +326,9 @@ impl<'a> Driver<'a> {
         here: Here,
         f: impl FnOnce(&T, Option<&Driver<'_>>) -> R,
     ) -> Option<R> {
-        let core = worker::core_in(&here)?;
-        if !core.is(shared, core.id) {
-            return None;
-        }
-        let on = core.stackless()?;
-        let state = on.state::<T>()?;
-        let driver = core.current.running.get().is_none().then(|| Driver::with_on(core, shared, Some(on)));
-        Some(f(state, driver.as_ref()))
+        Self::with_state_for_send_in(shared, here, |state, driver| {
+            f(state, (!driver.in_process).then_some(driver))
+        })
     }
 
     /// [`with_state_in`](Self::with_state_in) for a send into a mailbox:
