@@ -889,6 +889,48 @@ fn single_writer_under_4_threads() {
 
 // ----------------------------------------------- one system with processes
 
+/// Says when it is dropped, through a channel and a count.
+struct Noisy {
+    dropped: Arc<AtomicU64>,
+    tell: smarm::Sender<&'static str>,
+}
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, Ordering::SeqCst);
+        let _ = self.tell.send("dropped");
+    }
+}
+
+/// A process's message that an actor of its own worker refuses for its
+/// type is counted and dropped once, in the process, and its destructor
+/// may send.
+#[test]
+fn a_process_s_refused_message_is_dropped_once_and_its_destructor_may_send() {
+    let mut s = stepper(1, |_| {});
+    let rt = s.runtime().clone();
+    let (a, log) = recorder(&rt, 0);
+    settle(&mut s);
+    let dropped = Arc::new(AtomicU64::new(0));
+    let d = dropped.clone();
+    let pid = a.pid();
+    let process = rt
+        .spawn_on(0, move || {
+            let (tell, heard) = smarm::channel();
+            let blind = ActorAddress::from_pid(&smarm::current_runtime().unwrap(), pid);
+            blind.send(Noisy { dropped: d, tell }).unwrap();
+            heard.try_recv().ok()
+        })
+        .unwrap();
+    settle(&mut s);
+    assert_eq!(process.join().unwrap(), Some("dropped"), "dropped before the send returned");
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    assert_eq!(rt.actor_stats(0).unwrap().type_mismatches, 1);
+    assert!(log.seen.lock().unwrap().is_empty());
+    a.stop().unwrap();
+    settle(&mut s);
+}
+
 #[test]
 fn untyped_addresses_refuse_the_wrong_type_and_count_it() {
     let mut s = stepper(1, |_| {});

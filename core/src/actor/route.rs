@@ -187,23 +187,25 @@ fn deliver_here(driver: Option<&Driver<'_>>, local: &Local, envelope: Envelope) 
 }
 
 /// Moves `msg` straight into the mailbox of `dest`, an actor of `local`'s
-/// worker, from that worker's pass or one of its processes; `Err` gives
-/// it back to be staged (see [`deliver_here`] and [`deposit_msg`]).
+/// worker, from that worker's pass or one of its processes: `Ok(None)`.
+/// `Ok(Some(msg))` gives back a message refused (for its type, or because
+/// its target has ended; counted) for the caller to drop once it has let
+/// the driver go: its destructor may send, or block. `Err` gives it back
+/// to be staged (see [`deliver_here`] and [`deposit_msg`]).
 fn deliver_msg_here<M: Send + 'static>(
     driver: &Driver<'_>,
     local: &Local,
     dest: Pid,
     msg: M,
-) -> Result<(), M> {
+) -> Result<Option<M>, M> {
     let mut msg = Some(msg);
     let found = with_erased(driver, dest, |cell| push_msg(cell, local, dest, &mut msg));
     match (found, msg) {
-        (_, None) => Ok(()),
-        // Refused for its type (counted): dropped here, outside the loan.
-        (Ok(()), Some(_)) => Ok(()),
-        (Err(NoCell::Dead), Some(_)) => {
+        (_, None) => Ok(None),
+        (Ok(()), Some(msg)) => Ok(Some(msg)),
+        (Err(NoCell::Dead), Some(msg)) => {
             bump(&local.counters.dropped, 1);
-            Ok(())
+            Ok(Some(msg))
         }
         (Err(NoCell::Pending | NoCell::Lent), Some(msg)) => Err(msg),
     }
@@ -226,23 +228,40 @@ fn deliver_msg_here<M: Send + 'static>(
 pub(crate) fn deposit_msg<M: Send + 'static>(shared: &Shared, worker: usize, dest: Pid, msg: M, here: Here) {
     // Preemption off: the cache and `pending_local` are the driver's too,
     // and a process holds the driver only while it cannot be switched out
-    // (nothing below blocks).
-    let _np = NoPreempt::in_here(here);
+    // (nothing below blocks or runs user code).
+    let np = NoPreempt::in_here(here);
     let mut msg = Some(msg);
     let mut cross = None;
+    let mut refused = None;
     Driver::with_state_for_send_in(shared, here, |local: &Local, driver| {
         let Some(msg) = msg.take() else { return };
         if local.worker == worker {
             bump(&local.counters.local_sends, 1);
-            if let Err(msg) = deliver_msg_here(driver, local, dest, msg) {
-                let envelope = Envelope::new_in(&local.cache, dest, Msg(msg));
-                local.pending_local.borrow_mut().push(envelope);
+            match deliver_msg_here(driver, local, dest, msg) {
+                Ok(gone) => {
+                    if gone.is_some() {
+                        // Counted with no work left for the pass: its
+                        // next look, idle or not, publishes the count.
+                        local.counters.unpublished.set(true);
+                    }
+                    refused = gone;
+                }
+                Err(msg) => {
+                    let envelope = Envelope::new_in(&local.cache, dest, Msg(msg));
+                    local.pending_local.borrow_mut().push(envelope);
+                }
             }
         } else {
             bump(&local.counters.cross_sends, 1);
             cross = Some(Envelope::new_in(&local.cache, dest, Msg(msg)));
         }
     });
+    if refused.is_some() {
+        // Dropped with the driver let go and preemption back on.
+        drop(np);
+        drop(refused);
+        return;
+    }
     let envelope = match (cross, msg) {
         (Some(envelope), _) => envelope,
         (None, Some(msg)) => {
